@@ -1,0 +1,70 @@
+"""One cell of the benchmark matrix, and the checks every cell passes before fio starts."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pvbench.store.layout import CellKey
+
+# Kubernetes object names (StorageClass included) are DNS-1123 subdomains.
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Campaign/run/occasion labels end up in store keys and Kubernetes labels: keep them tame.
+_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+
+
+def check_storage_class_name(name: str) -> str:
+    if len(name) > 253 or not _DNS1123.match(name):
+        raise ValueError(
+            f"storage class {name!r} is not a valid Kubernetes name (DNS-1123: lowercase letters, digits, "
+            "'-' and '.', starting and ending with a letter or digit)"
+        )
+    return name
+
+
+def check_label(kind: str, value: str) -> str:
+    if not _LABEL.match(value):
+        raise ValueError(
+            f"{kind} {value!r} must be 1-63 characters of letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+class Cell(BaseModel):
+    """campaign × run × occasion × storage class × profile test × repetition."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign: str
+    run: str
+    occasion: str
+    storage_class: str
+    profile: str
+    workload: str
+    rep: int = Field(ge=1)
+    order: int = Field(default=0, ge=0, description="Position in the run's randomized order")
+
+    @field_validator("storage_class")
+    @classmethod
+    def _sc(cls, value: str) -> str:
+        return check_storage_class_name(value)
+
+    @field_validator("campaign", "run", "occasion")
+    @classmethod
+    def _labels(cls, value: str, info) -> str:
+        return check_label(info.field_name, value)
+
+    @property
+    def profile_name(self) -> str:
+        """The profile as results name it: ``custom`` for a user's job file (``file:PATH``)."""
+        return "custom" if self.profile.startswith("file:") else self.profile
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(self.campaign, self.run, self.occasion, self.storage_class, self.profile_name,
+                       self.workload, self.rep)
+
+    def describe(self) -> str:
+        return f"{self.storage_class} · {self.profile}/{self.workload} · {self.occasion} rep {self.rep}"

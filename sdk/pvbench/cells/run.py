@@ -1,0 +1,145 @@
+"""Run one cell: checks, fio, metrics, provenance → a ResultDocument.
+
+This is what the Argo step pod runs (via ``pvbench fio-step``) and what local mode runs
+for each cell, so a number from a cluster and one from a laptop come from the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pvbench import __version__
+from pvbench.cells.cell import Cell
+from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
+from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
+from pvbench.fio.target import check_target, filesystem_of
+from pvbench.profiles import FioTest, Profile, Timing, load_profile, render_jobfile, resolve_timing
+from pvbench.results.schema import CellIdentity, Provenance, ResultDocument, WorkloadSpec
+
+# Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
+LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
+
+
+@dataclass(frozen=True)
+class TimingOverrides:
+    ramp: str | None = None
+    runtime: str | None = None
+    size: str | None = None
+
+
+@dataclass
+class CellPlan:
+    """A cell with its profile, test and timing resolved and checked — ready for fio."""
+
+    cell: Cell
+    profile: Profile
+    test: FioTest
+    timing: Timing
+    target: Path
+
+    @property
+    def fio_timeout_s(self) -> float:
+        # Generous: layout of a large file on slow storage comes before the ramp.
+        return 3 * (self.timing.ramp_s + self.timing.runtime_s) + 300
+
+
+def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverrides(),
+              check: bool = True) -> CellPlan:
+    """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong."""
+    profile = load_profile(cell.profile)
+    test = profile.test(cell.workload)
+    timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
+    if check:
+        check_target(target, timing.size_bytes, max(test.numjobs, 32 if test.load_target else 1))
+    return CellPlan(cell, profile, test, timing, target)
+
+
+def _total_iops(run: FioRun) -> float:
+    return sum(m.iops or 0.0 for m in direction_metrics(run.output))
+
+
+def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
+    """Sweep's 80%-of-max load level, found by measurement on this very storage.
+
+    Probe QD32 for the maximum, then walk the ladder until IOPS reach the target share.
+    Probes are short (a fifth of the runtime, at most 5 s); the chosen setting is then
+    measured with the full timing.
+    """
+    test, timing = plan.test, plan.timing
+    probe = Timing(ramp_s=min(timing.ramp_s, 1.0), runtime_s=max(0.5, min(5.0, timing.runtime_s / 5)),
+                   size=timing.size)
+
+    def measure(depth: int, jobs: int) -> float:
+        jobfile = render_jobfile(plan.profile, [test], probe, plan.target,
+                                 overrides={test.name: {"iodepth": str(depth), "numjobs": str(jobs)}})
+        return _total_iops(run_fio(jobfile, plan.fio_timeout_s))
+
+    maximum = measure(32, 1)
+    goal = maximum * (test.load_target or 0.8)
+    tried = [f"qd32x1={maximum:.0f}"]
+    chosen = (32, 1)
+    for depth, jobs in LOAD_LADDER:
+        iops = measure(depth, jobs)
+        tried.append(f"qd{depth}x{jobs}={iops:.0f}")
+        if iops >= goal:
+            chosen = (depth, jobs)
+            break
+    note = f"target {goal:.0f} IOPS ({test.load_target:.0%} of QD32 max {maximum:.0f}); tried " + ", ".join(tried)
+    return {"iodepth": str(chosen[0]), "numjobs": str(chosen[1])}, note
+
+
+def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
+    """Run fio for one planned cell. Returns the result document and fio's raw JSON text."""
+    test, timing, cell = plan.test, plan.timing, plan.cell
+    notes: dict[str, str] = {}
+    overrides: dict[str, dict[str, str]] = {}
+    started = datetime.now(timezone.utc)
+    if test.load_target:
+        chosen, notes["load_search"] = _find_load(plan)
+        overrides[test.name] = chosen
+    jobfile = render_jobfile(plan.profile, [test], timing, plan.target, overrides=overrides)
+    run = run_fio(jobfile, plan.fio_timeout_s)
+    ended = datetime.now(timezone.utc)
+    errors = job_errors(run.output)
+    if errors:
+        raise FioError("fio reported failed jobs: " + "; ".join(errors))
+    metrics = direction_metrics(run.output)
+    if not metrics:
+        raise FioError("fio finished but moved no data; no result for this cell")
+    options = {**run.output.get("global options", {}), **run.output["jobs"][0].get("job options", {})}
+    identity = CellIdentity(
+        campaign=cell.campaign, run=cell.run, occasion=cell.occasion, storage_class=cell.storage_class,
+        profile=cell.profile_name, workload=cell.workload, rep=cell.rep, order=cell.order,
+        labels=dict(labels or {}),
+    )
+    workload = WorkloadSpec(
+        rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes,
+        iodepth=int(options.get("iodepth", test.iodepth)), numjobs=int(options.get("numjobs", test.numjobs)),
+        rwmixread=test.rwmixread, fsync=test.fsync, ramp_s=timing.ramp_s, runtime_s=timing.runtime_s,
+        size_bytes=timing.size_bytes, group=test.group, load=test.load, title=test.title,
+        headline_metric=test.headline_metric,
+    )
+    provenance = Provenance(
+        source="fio",
+        pvbench_version=__version__,
+        fio_version=run.output.get("fio version") or fio_version(),
+        kernel=platform.release(),
+        host=socket.gethostname(),
+        node=os.environ.get("PVBENCH_NODE_NAME") or os.environ.get("NODE_NAME"),
+        target_path=str(plan.target),
+        filesystem=filesystem_of(plan.target),
+        provisioner=os.environ.get("PVBENCH_PROVISIONER") or None,
+        kubernetes_version=os.environ.get("PVBENCH_KUBERNETES_VERSION") or None,
+        fio_options={k: str(v) for k, v in options.items()},
+        started_at=started,
+        ended_at=ended,
+        cpu_seconds=cpu_seconds(run.output),
+        notes=notes,
+    )
+    doc = ResultDocument(identity=identity, workload=workload, provenance=provenance, metrics=metrics)
+    return doc, run.raw_text

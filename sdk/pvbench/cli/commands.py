@@ -1,0 +1,1 @@
+from pvbench.cli.main import app  # noqa

@@ -1,0 +1,246 @@
+"""The ``pvbench`` command. Each concern keeps its own sub-app; this file only wires them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pvbench.cli.common import fail, parse_labels, split_list
+from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
+
+app = typer.Typer(
+    help="Benchmark Kubernetes storage classes with fio, store every result, aggregate with statistics.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+profiles_app = typer.Typer(help="Workload profiles (dbench, vshn, sweep, or your own fio job file).",
+                           no_args_is_help=True)
+store_app = typer.Typer(help="The result store (a directory or s3://bucket/prefix).", no_args_is_help=True)
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(store_app, name="store")
+console = Console(stderr=True)
+
+
+def _mount_optional(module: str, name: str, help_text: str) -> None:
+    """Sub-apps that live in their own concern folder (report, stats, argo)."""
+    try:
+        mod = __import__(module, fromlist=["app"])
+    except ImportError as exc:  # e.g. hera missing in a minimal install
+        missing = typer.Typer(help=f"{help_text} (unavailable: {exc})")
+
+        @missing.callback(invoke_without_command=True)
+        def _unavailable() -> None:
+            fail(f"'pvbench {name}' needs an optional dependency: {exc}")
+
+        app.add_typer(missing, name=name)
+        return
+    app.add_typer(mod.app, name=name, help=help_text)
+
+
+# ---------------------------------------------------------------- profiles
+@profiles_app.command("list")
+def profiles_list() -> None:
+    """List the named profiles and their tests."""
+    table = Table("profile", "tests", "ramp/runtime/size", "source")
+    for profile in PROFILES.values():
+        t = profile.timing
+        table.add_row(profile.name, str(len(profile.tests)), f"{t.ramp_s:g}s / {t.runtime_s:g}s / {t.size}",
+                      profile.source)
+    Console().print(table)
+
+
+@profiles_app.command("show")
+def profiles_show(
+    profile: Annotated[str, typer.Argument(help="dbench, vshn, sweep or file:PATH")],
+    fio: Annotated[bool, typer.Option("--fio", help="Print the fio job file instead of the table")] = False,
+    target: Annotated[str, typer.Option(help="Directory written into the job file")] = "/data",
+    ramp: Annotated[Optional[str], typer.Option(help="Override ramp time, e.g. 2s")] = None,
+    runtime: Annotated[Optional[str], typer.Option(help="Override runtime, e.g. 15s")] = None,
+    size: Annotated[Optional[str], typer.Option(help="Override file size, e.g. 1G")] = None,
+) -> None:
+    """Show a profile's tests, or the exact fio job file pvbench runs for it."""
+    try:
+        p = load_profile(profile)
+        timing = resolve_timing(p, ramp, runtime, size)
+    except ProfileError as exc:
+        fail(str(exc))
+    if fio:
+        sys.stdout.write(render_jobfile(p, p.tests, timing, target))
+        return
+    table = Table("test", "title", "rw", "bs", "iodepth", "numjobs", "mix", "fsync", title=p.description)
+    for t in p.tests:
+        table.add_row(t.name, t.title, t.rw, t.bs, str(t.iodepth), str(t.numjobs),
+                      str(t.rwmixread or ""), str(t.fsync or ""))
+    Console().print(table)
+
+
+# ---------------------------------------------------------------- matrix
+def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests):
+    from pvbench.cells.matrix import expand
+
+    try:
+        return expand(campaign=campaign, run=run, occasion=occasion, storage_classes=split_list(storage_classes),
+                      profiles=split_list(profiles), repetitions=repetitions, seed=seed,
+                      tests=split_list(tests) or None)
+    except (ProfileError, ValueError) as exc:
+        fail(str(exc))
+
+
+CampaignOpt = Annotated[str, typer.Option(help="Campaign label (groups runs that belong together)")]
+RunOpt = Annotated[str, typer.Option(help="Run id (an Argo workflow name, a local run id)")]
+OccasionOpt = Annotated[str, typer.Option(help="Occasion label, e.g. weekday-office")]
+ClassesOpt = Annotated[str, typer.Option("--storage-classes", help="Storage classes, comma-separated or a JSON list")]
+ProfilesOpt = Annotated[str, typer.Option("--profiles", help="Profiles, comma-separated: dbench, vshn, sweep, file:PATH")]
+RepsOpt = Annotated[int, typer.Option(help="Repetitions of every cell")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the randomized cell order")]
+TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, comma-separated")]
+
+
+@app.command()
+def expand(
+    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
+    profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+) -> None:
+    """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input)."""
+    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    out = []
+    for cell in cells:
+        item = cell.model_dump()
+        item["key"] = cell.key.prefix()
+        out.append(item)
+    sys.stdout.write(json.dumps(out) + "\n")
+
+
+@app.command()
+def validate(
+    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
+    profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override")] = None,
+    runtime: Annotated[Optional[str], typer.Option(help="Runtime override")] = None,
+    size: Annotated[Optional[str], typer.Option(help="fio file size override")] = None,
+    volume_size: Annotated[Optional[str], typer.Option(help="PVC size; fio's files must fit in it")] = None,
+) -> None:
+    """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong."""
+    from pvbench.profiles import parse_size
+
+    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    try:
+        for spec in split_list(profiles):
+            p = load_profile(spec)
+            timing = resolve_timing(p, ramp, runtime, size)
+            if volume_size:
+                volume = parse_size(volume_size.removesuffix("i"))
+                jobs = max(max(t.numjobs for t in p.tests), 32 if any(t.load_target for t in p.tests) else 1)
+                if timing.size_bytes * jobs > volume * 0.95:
+                    fail(f"profile {p.name}: size {timing.size} × {jobs} job(s) does not fit in a {volume_size} "
+                         "volume (keep 5% for the filesystem); lower --size or raise the volume size")
+    except ProfileError as exc:
+        fail(str(exc))
+    console.print(f"[green]ok[/]: {len(cells)} cells")
+
+
+# ---------------------------------------------------------------- one cell (the pod step)
+@app.command("fio-step")
+def fio_step(
+    target: Annotated[Path, typer.Option(help="Directory on the storage under test (the PVC mount)")],
+    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt,
+    storage_class: Annotated[str, typer.Option(help="Storage class of the target")],
+    profile: Annotated[str, typer.Option(help="dbench, vshn, sweep or file:PATH")],
+    workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
+    rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
+    order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
+    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
+    runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
+    size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
+    store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Also write result.json and fio.json here (artifacts)")] = None,
+    spool: Annotated[Optional[Path], typer.Option(help="Where a result waits if the store is down")] = None,
+    label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the result, repeatable")] = None,
+    cleanup: Annotated[bool, typer.Option(help="Remove fio's files from the target afterwards")] = False,
+) -> None:
+    """Run one cell with fio and write its result document (what each Argo step pod runs)."""
+    from pvbench.cells.cell import Cell
+    from pvbench.cells.publish import publish
+    from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
+    from pvbench.fio.runner import FioError
+    from pvbench.fio.target import remove_fio_files
+    from pvbench.store import open_store
+    from pvbench.store.backends import StoreError
+
+    try:
+        labels = parse_labels(label or [])
+        cell = Cell(campaign=campaign, run=run, occasion=occasion, storage_class=storage_class, profile=profile,
+                    workload=workload, rep=rep, order=order)
+        plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
+        store_obj = open_store(store) if store else None
+    except (ProfileError, ValueError, StoreError) as exc:
+        fail(str(exc))
+    console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
+    try:
+        with console.status(f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"):
+            doc, raw = run_cell(plan, labels)
+    except FioError as exc:
+        fail(f"{cell.describe()}: {exc}", code=1)
+    finally:
+        if cleanup:
+            remove_fio_files(target)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fio.json").write_text(raw)
+        (out / "result.json").write_bytes(doc.to_json())
+    for m in doc.metrics:
+        console.print(f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
+                      f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs")
+    if store_obj is not None:
+        outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))
+        if not outcome.stored:
+            fail(f"result could not be stored ({outcome.error}); kept at {outcome.spooled_at}", code=3)
+        console.print(f"  stored {store_obj.url}/{outcome.key}")
+
+
+# ---------------------------------------------------------------- store
+@store_app.command("flush")
+def store_flush(
+    spool: Annotated[Path, typer.Option(help="Spool directory holding results not yet uploaded")],
+    store: Annotated[str, typer.Option(help="Store URL")],
+) -> None:
+    """Upload results that were kept on disk because the store was unreachable."""
+    from pvbench.cells.publish import flush
+    from pvbench.store import open_store
+
+    done, failed = flush(spool, open_store(store))
+    console.print(f"uploaded {len(done)} result(s)")
+    for key, error in failed:
+        console.print(f"[red]still pending[/] {key}: {error}")
+    if failed:
+        raise typer.Exit(3)
+
+
+@store_app.command("ls")
+def store_ls(store: Annotated[str, typer.Argument(help="Store URL")],
+             campaign: Annotated[Optional[str], typer.Option()] = None,
+             run: Annotated[Optional[str], typer.Option()] = None) -> None:
+    """List result keys in the store."""
+    from pvbench.store import open_store
+    from pvbench.store.layout import RESULT_FILE, results_prefix
+
+    for key in open_store(store).list_keys(results_prefix(campaign, run)):
+        if key.endswith(RESULT_FILE):
+            print(key)
+
+
+def _register() -> None:
+    from pvbench.cli import commands  # noqa: F401  (local, aggregate, import)
+
+    _mount_optional("pvbench.report.cli", "report", "Build and serve the Evidence report.")
+    _mount_optional("pvbench.stats.cli", "stats", "Statistics over stored results.")
+    _mount_optional("pvbench.argo.cli", "argo", "Argo Workflows: render templates, submit runs.")
+
+
+_register()

@@ -1,0 +1,107 @@
+"""fio json+ → DirectionMetrics.
+
+fio reports one entry per job process when numjobs>1 (and no group_reporting). Those are
+combined the only correct way: IOPS, bandwidth and bytes are summed, latency means are
+weighted by sample count, and percentiles are recomputed from the merged json+ ``bins``
+histogram — percentiles are never averaged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pvbench.results.schema import DirectionMetrics
+
+NS_PER_US = 1000.0
+MIB = 1024 * 1024
+PERCENTILES = {"lat_p50_us": 50.0, "lat_p90_us": 90.0, "lat_p99_us": 99.0, "lat_p999_us": 99.9}
+
+
+def percentile_from_bins(bins: dict[int, int], pct: float) -> float | None:
+    """fio's own rule: the first histogram bucket whose cumulative count reaches pct% of all samples."""
+    total = sum(bins.values())
+    if total == 0:
+        return None
+    threshold = total * pct / 100.0
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= threshold:
+            return float(value)
+    return float(max(bins))
+
+
+def _latency_block(side: dict) -> tuple[str, dict] | None:
+    """Prefer total latency (lat_ns, with lat_percentiles=1), else completion latency (clat_ns)."""
+    for kind in ("lat", "clat"):
+        block = side.get(f"{kind}_ns")
+        if block and block.get("bins"):
+            return kind, block
+    for kind in ("lat", "clat"):
+        block = side.get(f"{kind}_ns")
+        if block and block.get("N"):
+            return kind, block
+    return None
+
+
+def direction_metrics(fio_json: dict) -> list[DirectionMetrics]:
+    """Per-direction metrics of all jobs in a fio run (one cell = one job name)."""
+    jobs = fio_json.get("jobs") or []
+    out = []
+    for direction in ("read", "write"):
+        sides = [job[direction] for job in jobs if job.get(direction, {}).get("io_bytes", 0) > 0]
+        if not sides:
+            continue
+        bins: Counter[int] = Counter()
+        lat_sum = 0.0
+        lat_n = 0
+        kinds = set()
+        for side in sides:
+            found = _latency_block(side)
+            if not found:
+                continue
+            kind, block = found
+            kinds.add(kind)
+            n = int(block.get("N") or 0)
+            lat_sum += float(block.get("mean") or 0.0) * n
+            lat_n += n
+            for value, count in (block.get("bins") or {}).items():
+                bins[int(value)] += int(count)
+        metrics = {
+            name: (v / NS_PER_US if (v := percentile_from_bins(bins, pct)) is not None else None)
+            for name, pct in PERCENTILES.items()
+        }
+        if not bins and len(sides) == 1:
+            # json (not json+) output: no bins, but fio's own percentiles of a single job are exact.
+            found = _latency_block(sides[0])
+            table = (found[1].get("percentile") or {}) if found else {}
+            for name, pct in PERCENTILES.items():
+                value = table.get(f"{pct:.6f}")
+                metrics[name] = value / NS_PER_US if value else None
+        out.append(
+            DirectionMetrics(
+                direction=direction,
+                iops=sum(float(s["iops"]) for s in sides),
+                bw_mib_s=sum(float(s["bw_bytes"]) for s in sides) / MIB,
+                io_bytes=sum(int(s["io_bytes"]) for s in sides),
+                runtime_ms=max(int(s.get("runtime", 0)) for s in sides),
+                lat_mean_us=(lat_sum / lat_n / NS_PER_US) if lat_n else None,
+                lat_kind=("lat" if "lat" in kinds else "clat") if kinds else None,
+                **metrics,
+            )
+        )
+    return out
+
+
+def cpu_seconds(fio_json: dict) -> float:
+    """usr+sys CPU time fio spent, summed over job processes (for the cost model)."""
+    total = 0.0
+    for job in fio_json.get("jobs") or []:
+        runtime_s = float(job.get("job_runtime", 0)) / 1000.0
+        total += (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100.0 * runtime_s
+    return total
+
+
+def job_errors(fio_json: dict) -> list[str]:
+    """Jobs fio itself marked as failed (non-zero ``error``)."""
+    return [f"job {job.get('jobname')}: error {job['error']}" for job in fio_json.get("jobs") or [] if job.get("error")]

@@ -1,0 +1,112 @@
+"""Every named workload profile, declared once as data.
+
+The numbers are those of the published studies (see ../../../README.md, "Profiles"):
+- ``dbench``: the thesis's dbench suite, nine fio tests, ramp 2 s + 15 s measured.
+- ``vshn``:   VSHN's kubestr/fio runs: 4k IOPS and 128k bandwidth, writes with fsync none/1/32/128.
+- ``sweep``:  the NVMe/TCP vendor evaluation: 4 groups × bs 4k/8k/64k/128k × QD1, QD32,
+              QD1×32 jobs and the depth/jobs reaching 80% of the QD32 maximum.
+"""
+
+from __future__ import annotations
+
+from pvbench.profiles.model import FioTest, Profile, Timing
+
+DBENCH = Profile(
+    name="dbench",
+    description="dbench's nine fio tests, as run by the cloud-native storage thesis (4 occasions × 5 repetitions)",
+    source="dbench (LogDNA) as used in the thesis on AKS/EKS, 2023",
+    timing=Timing(ramp_s=2, runtime_s=15, size="2G"),
+    tests=(
+        FioTest(name="randread-iops", title="Random read IOPS", rw="randread", bs="4k", iodepth=64, group="iops"),
+        FioTest(name="randwrite-iops", title="Random write IOPS", rw="randwrite", bs="4k", iodepth=64, group="iops"),
+        FioTest(name="randread-bw", title="Random read bandwidth", rw="randread", bs="128k", iodepth=64, group="bw"),
+        FioTest(name="randwrite-bw", title="Random write bandwidth", rw="randwrite", bs="128k", iodepth=64, group="bw"),
+        FioTest(name="randread-lat", title="Read latency", rw="randread", bs="4k", iodepth=4, group="latency"),
+        FioTest(name="randwrite-lat", title="Write latency", rw="randwrite", bs="4k", iodepth=4, group="latency"),
+        FioTest(name="seqread", title="Sequential read", rw="read", bs="1M", iodepth=16, numjobs=4, group="sequential"),
+        FioTest(name="seqwrite", title="Sequential write", rw="write", bs="1M", iodepth=16, numjobs=4, group="sequential"),
+        FioTest(name="mixed-randrw", title="Mixed random 75/25 IOPS", rw="randrw", bs="4k", iodepth=64, rwmixread=75, group="mixed"),
+    ),
+)
+
+
+def _vshn_tests() -> tuple[FioTest, ...]:
+    tests = [
+        FioTest(name="read-iops", title="Read IOPS", rw="randread", bs="4k", iodepth=64, group="iops", load="read"),
+        FioTest(name="read-bw", title="Read bandwidth", rw="randread", bs="128k", iodepth=64, group="bw", load="read"),
+    ]
+    for kind, bs, group in (("iops", "4k", "iops"), ("bw", "128k", "bw")):
+        for fsync in (0, 1, 32, 128):
+            label = "none" if fsync == 0 else str(fsync)
+            tests.append(
+                FioTest(
+                    name=f"write-{kind}-fsync-{label}",
+                    title=f"Write {'IOPS' if kind == 'iops' else 'bandwidth'}, fsync={label}",
+                    rw="randwrite",
+                    bs=bs,
+                    iodepth=64,
+                    fsync=fsync,
+                    group=group,
+                    load=f"fsync-{label}",
+                )
+            )
+    return tuple(tests)
+
+
+VSHN = Profile(
+    name="vshn",
+    description="VSHN's kubestr/fio storage benchmarks: read/write IOPS and bandwidth, writes with fsync none/1/32/128",
+    source="VSHN storage cluster benchmarks on Exoscale (kubestr driving fio), 10 iterations, mean ± sd",
+    # VSHN ran with gtod_reduce=1; pvbench keeps latency measurement on (it reports latency).
+    timing=Timing(ramp_s=5, runtime_s=30, size="2G"),
+    global_options={"randrepeat": "0", "verify": "0"},
+    tests=_vshn_tests(),
+)
+
+SWEEP_GROUPS = (
+    ("randread", "Random read", "randread", None),
+    ("randwrite", "Random write", "randwrite", None),
+    ("mix70", "Database mix 70/30", "randrw", 70),
+    ("mix50", "Balanced mix 50/50", "randrw", 50),
+)
+SWEEP_BLOCK_SIZES = ("4k", "8k", "64k", "128k")
+# (load label, title, iodepth, numjobs, target share of the QD32 maximum)
+SWEEP_LOADS = (
+    ("qd1", "QD1", 1, 1, None),
+    ("qd32", "QD32", 32, 1, None),
+    ("qd1x32", "QD1 × 32 jobs", 1, 32, None),
+    ("p80", "80% of QD32 max", 32, 1, 0.8),
+)
+
+
+def _sweep_tests() -> tuple[FioTest, ...]:
+    tests = []
+    for group, group_title, rw, mix in SWEEP_GROUPS:
+        for bs in SWEEP_BLOCK_SIZES:
+            for load, load_title, depth, jobs, target in SWEEP_LOADS:
+                tests.append(
+                    FioTest(
+                        name=f"{group}-{bs}-{load}",
+                        title=f"{group_title}, {bs}, {load_title}",
+                        rw=rw,
+                        bs=bs,
+                        iodepth=depth,
+                        numjobs=jobs,
+                        rwmixread=mix,
+                        group=group,
+                        load=load,
+                        load_target=target,
+                    )
+                )
+    return tuple(tests)
+
+
+SWEEP = Profile(
+    name="sweep",
+    description="Block size × queue depth sweep of the NVMe/TCP vendor evaluation (64 tests)",
+    source="Vendor evaluation of an NVMe/TCP data plane on AWS, 2024",
+    timing=Timing(ramp_s=10, runtime_s=120, size="4G"),
+    tests=_sweep_tests(),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP)}

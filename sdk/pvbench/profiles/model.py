@@ -1,0 +1,145 @@
+"""What a workload profile is: named fio tests plus timing defaults."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim"]
+
+_SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+_TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+
+
+class ProfileError(ValueError):
+    """A profile, test or override that cannot be run; raised before fio starts."""
+
+
+def parse_size(text: str | int) -> int:
+    """fio-style size → bytes. fio's k/m/g are powers of 1024 (kb_base=1024)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = _SIZE.match(str(text))
+        if not match:
+            raise ProfileError(f"size {text!r} is not a size like 4k, 256M or 2G")
+        number, unit, _ = match.groups()
+        power = "kmgtp".index(unit.lower()) + 1 if unit else 0
+        value = int(float(number) * 1024**power)
+    if value <= 0:
+        raise ProfileError(f"size {text!r} must be positive")
+    return value
+
+
+def parse_seconds(text: str | float | int) -> float:
+    """fio-style duration (500ms, 2s, 1m, or plain seconds) → seconds."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        match = _TIME.match(str(text))
+        if not match:
+            raise ProfileError(f"duration {text!r} is not a duration like 500ms, 15s or 2m")
+        number, unit = match.groups()
+        value = float(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[unit and unit.lower()]
+    if value < 0:
+        raise ProfileError(f"duration {text!r} must not be negative")
+    return value
+
+
+def fio_seconds(seconds: float) -> str:
+    """Seconds → a fio time value (whole ms, so sub-second test timings work)."""
+    return f"{int(round(seconds * 1000))}ms"
+
+
+class FioTest(BaseModel):
+    """One fio job = one cell's workload."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+    title: str
+    rw: RW
+    bs: str
+    iodepth: int = Field(ge=1)
+    numjobs: int = Field(default=1, ge=1)
+    rwmixread: int | None = Field(default=None, ge=0, le=100)
+    fsync: int = Field(default=0, ge=0, description="fio fsync=N: fsync after every N writes; 0 = never")
+    group: str | None = None
+    load: str | None = None
+    # For the sweep's "80% of max": search depth/jobs until IOPS reach this share of the QD32 maximum.
+    load_target: float | None = Field(default=None, gt=0, le=1)
+    extra: dict[str, str] = Field(default_factory=dict, description="More fio options, verbatim")
+    # The figure a report shows first for this test (the thesis's tables use one per test).
+    headline: Literal["iops", "bw_mib_s", "lat_mean_us"] | None = None
+
+    @property
+    def headline_metric(self) -> str:
+        if self.headline:
+            return self.headline
+        return {"bw": "bw_mib_s", "sequential": "bw_mib_s", "latency": "lat_mean_us"}.get(self.group or "", "iops")
+
+    @field_validator("bs")
+    @classmethod
+    def _bs_is_size(cls, value: str) -> str:
+        parse_size(value)
+        return value
+
+    @property
+    def bs_bytes(self) -> int:
+        return parse_size(self.bs)
+
+    def fio_options(self) -> dict[str, str]:
+        """This test's own fio options (the job section)."""
+        options: dict[str, str] = {
+            "rw": self.rw,
+            "bs": self.bs,
+            "iodepth": str(self.iodepth),
+            "numjobs": str(self.numjobs),
+        }
+        if self.rwmixread is not None:
+            options["rwmixread"] = str(self.rwmixread)
+        if self.fsync:
+            options["fsync"] = str(self.fsync)
+        options.update(self.extra)
+        return options
+
+
+class Timing(BaseModel):
+    """Ramp, measured runtime and file size of every test in a profile (overridable)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ramp_s: float = Field(ge=0)
+    runtime_s: float = Field(gt=0)
+    size: str = "1G"
+
+    @field_validator("size")
+    @classmethod
+    def _size_ok(cls, value: str) -> str:
+        parse_size(value)
+        return value
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size(self.size)
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str
+    source: str = Field(description="Where the workload comes from (study, tool)")
+    timing: Timing
+    tests: tuple[FioTest, ...]
+    # Options every test of the profile shares ([global] section), beyond pvbench's own.
+    global_options: dict[str, str] = Field(default_factory=dict)
+
+    def test(self, name: str) -> FioTest:
+        for test in self.tests:
+            if test.name == name:
+                return test
+        known = ", ".join(t.name for t in self.tests)
+        raise ProfileError(f"profile {self.name!r} has no test {name!r}; its tests are: {known}")

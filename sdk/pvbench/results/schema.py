@@ -1,0 +1,111 @@
+"""Result schema v1 — the single definition used by the step, local mode, import and analytics.
+
+Units live in field names: ``iops`` (operations/s), ``bw_mib_s`` (MiB/s computed once
+from fio's ``bw_bytes``), ``lat_*_us`` (microseconds from fio's nanoseconds).
+Analytics reads these documents with an explicit DuckDB schema derived from the
+same names (analytics/models/raw_results.sql); a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "pvbench.result/v1"
+
+Direction = Literal["read", "write"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CellIdentity(_Strict):
+    """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs)."""
+
+    campaign: str = Field(description="A study or series of runs that belong together")
+    run: str = Field(description="One execution: an Argo workflow name or a local run id")
+    occasion: str = Field(description="When it ran, as a design factor (weekday-office, night, …)")
+    storage_class: str = Field(description="Kubernetes StorageClass name, or an imported solution label")
+    profile: str = Field(description="Workload profile name (dbench, vshn, sweep, custom, an import)")
+    workload: str = Field(description="One test of the profile (randread-iops, …) or an imported metric label")
+    rep: int = Field(ge=1, description="Repetition number within the occasion, from 1")
+    order: int | None = Field(default=None, description="Position in the run's randomized cell order")
+    labels: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. role=candidate")
+
+
+class WorkloadSpec(_Strict):
+    """What fio was asked to do, in the terms reports group by."""
+
+    rw: str | None = None
+    bs: str | None = None
+    bs_bytes: int | None = None
+    iodepth: int | None = None
+    numjobs: int | None = None
+    rwmixread: int | None = None
+    fsync: int | None = None
+    ramp_s: float | None = None
+    runtime_s: float | None = None
+    size_bytes: int | None = None
+    group: str | None = Field(default=None, description="Family for curves, e.g. randread or mix70")
+    load: str | None = Field(default=None, description="Load level label, e.g. qd1, qd32, qd1x32, p80")
+    title: str | None = Field(default=None, description="Human title, e.g. 'Random read IOPS'")
+    headline_metric: str | None = Field(default=None, description="The metric a report shows first: iops, bw_mib_s or lat_mean_us")
+
+
+class DirectionMetrics(_Strict):
+    """One direction (read or write) of one result, as fio reported it.
+
+    Imported results may carry only some fields (e.g. only ``iops``); the rest stay null.
+    """
+
+    direction: Direction
+    iops: float | None = None
+    bw_mib_s: float | None = None
+    io_bytes: int | None = None
+    runtime_ms: int | None = None
+    lat_mean_us: float | None = None
+    lat_p50_us: float | None = None
+    lat_p90_us: float | None = None
+    lat_p99_us: float | None = None
+    lat_p999_us: float | None = None
+    lat_kind: Literal["lat", "clat"] | None = Field(
+        default=None, description="Which fio latency the percentiles are of: total (lat) or completion (clat)"
+    )
+
+
+class Provenance(_Strict):
+    """Everything needed to describe the setup later (methodology page, comparisons)."""
+
+    source: str = Field(description="fio, or import:<format>")
+    pvbench_version: str
+    fio_version: str | None = None
+    kernel: str | None = None
+    host: str | None = None
+    node: str | None = None
+    target_path: str | None = None
+    filesystem: str | None = None
+    provisioner: str | None = None
+    kubernetes_version: str | None = None
+    fio_options: dict[str, str] = Field(default_factory=dict)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    cpu_seconds: float | None = Field(default=None, description="usr+sys CPU of fio, for the cost model")
+    notes: dict[str, str] = Field(default_factory=dict)
+
+
+class ResultDocument(_Strict):
+    schema_version: Literal["pvbench.result/v1"] = SCHEMA_VERSION
+    identity: CellIdentity
+    workload: WorkloadSpec
+    provenance: Provenance
+    metrics: list[DirectionMetrics]
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json(indent=2).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> "ResultDocument":
+        return cls.model_validate_json(data)

@@ -1,0 +1,222 @@
+"""Store backends: a local directory (the embedded default) and S3/MinIO.
+
+Both speak the same small interface so that local mode, the pod step, the
+importer and the analytics runner never care where results live.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+from urllib.parse import urlparse
+
+
+class StoreError(RuntimeError):
+    """The store could not be reached or refused an operation."""
+
+
+class Store(Protocol):
+    url: str
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None: ...
+
+    def get_bytes(self, key: str) -> bytes: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list_keys(self, prefix: str) -> Iterator[str]: ...
+
+    def duckdb_path(self, key_or_glob: str) -> str:
+        """The same key as a path DuckDB can read (a file path or an s3:// URL)."""
+        ...
+
+
+@dataclass
+class LocalStore:
+    root: Path
+
+    @property
+    def url(self) -> str:
+        return str(self.root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write-then-rename: a reader never sees half a result, a rerun of the same
+        # cell replaces it atomically (idempotent by key).
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+    def get_bytes(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list_keys(self, prefix: str) -> Iterator[str]:
+        base = self._path(prefix)
+        if not base.exists():
+            return
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                yield path.relative_to(self.root).as_posix()
+
+    def duckdb_path(self, key_or_glob: str) -> str:
+        return str(self.root / key_or_glob)
+
+
+@dataclass
+class S3Settings:
+    """Where the S3 endpoint is and who we are; read from the environment.
+
+    The variable names are the ones Argo artifact repositories and most S3 tools
+    already use, so a pod gets them from the same Secret as the artifact driver.
+    """
+
+    endpoint: str
+    access_key: str
+    secret_key: str
+    secure: bool
+    region: str | None = None
+
+    @classmethod
+    def from_env(cls) -> "S3Settings":
+        endpoint = os.environ.get("PVBENCH_S3_ENDPOINT") or os.environ.get("S3_ENDPOINT")
+        access = os.environ.get("AWS_ACCESS_KEY_ID")
+        secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+        missing = [
+            name
+            for name, value in [
+                ("PVBENCH_S3_ENDPOINT", endpoint),
+                ("AWS_ACCESS_KEY_ID", access),
+                ("AWS_SECRET_ACCESS_KEY", secret),
+            ]
+            if not value
+        ]
+        if missing:
+            raise StoreError(f"an s3:// store needs the environment variables {', '.join(missing)}")
+        endpoint = endpoint.removeprefix("http://").removeprefix("https://")
+        secure = os.environ.get("PVBENCH_S3_SECURE", "false").lower() in {"1", "true", "yes"}
+        return cls(endpoint, access, secret, secure, os.environ.get("AWS_REGION"))
+
+
+@dataclass
+class S3Store:
+    bucket: str
+    prefix: str
+    settings: S3Settings
+    attempts: int = 4
+    backoff_s: float = 0.5
+    _client: object = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+
+    @property
+    def client(self):
+        if self._client is None:
+            from minio import Minio
+
+            self._client = Minio(
+                self.settings.endpoint,
+                access_key=self.settings.access_key,
+                secret_key=self.settings.secret_key,
+                secure=self.settings.secure,
+                region=self.settings.region,
+            )
+        return self._client
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _retry(self, what: str, action):
+        """Retry transient failures with exponential backoff, then raise StoreError."""
+        from minio.error import S3Error
+
+        last: Exception | None = None
+        for attempt in range(self.attempts):
+            try:
+                return action()
+            except S3Error as exc:
+                if exc.code in {"NoSuchKey", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+                                "SignatureDoesNotMatch"}:
+                    raise StoreError(f"{what}: {exc.code}: {exc.message}") from exc
+                last = exc
+            except Exception as exc:  # connection refused, timeouts, 5xx after urllib3 retries
+                last = exc
+            if attempt + 1 < self.attempts:
+                time.sleep(self.backoff_s * (2**attempt))
+        raise StoreError(f"{what} failed after {self.attempts} attempts: {last}") from last
+
+    def ensure_bucket(self) -> None:
+        def make():
+            if not self.client.bucket_exists(self.bucket):
+                self.client.make_bucket(self.bucket)
+
+        self._retry(f"create bucket {self.bucket}", make)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None:
+        self._retry(
+            f"upload {self.url}/{key}",
+            lambda: self.client.put_object(
+                self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type
+            ),
+        )
+
+    def get_bytes(self, key: str) -> bytes:
+        def get():
+            response = self.client.get_object(self.bucket, self._key(key))
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+
+        return self._retry(f"download {self.url}/{key}", get)
+
+    def exists(self, key: str) -> bool:
+        from minio.error import S3Error
+
+        try:
+            self.client.stat_object(self.bucket, self._key(key))
+            return True
+        except S3Error as exc:
+            if exc.code in {"NoSuchKey", "NoSuchObject", "NoSuchBucket"}:
+                return False
+            raise StoreError(f"stat {self.url}/{key}: {exc}") from exc
+
+    def list_keys(self, prefix: str) -> Iterator[str]:
+        objects = self._retry(
+            f"list {self.url}/{prefix}",
+            lambda: list(self.client.list_objects(self.bucket, prefix=self._key(prefix), recursive=True)),
+        )
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        for obj in objects:
+            yield obj.object_name[strip:]
+
+    def duckdb_path(self, key_or_glob: str) -> str:
+        return f"s3://{self.bucket}/{self._key(key_or_glob)}"
+
+
+def open_store(url: str | os.PathLike) -> Store:
+    """``s3://bucket[/prefix]`` → S3Store (endpoint/credentials from env); anything else → LocalStore."""
+    text = str(url)
+    if text.startswith("s3://"):
+        parsed = urlparse(text)
+        if not parsed.netloc:
+            raise StoreError(f"store URL {text!r} names no bucket")
+        return S3Store(parsed.netloc, parsed.path.strip("/"), S3Settings.from_env())
+    if text.startswith("file://"):
+        text = urlparse(text).path
+    if "://" in text:
+        raise StoreError(f"unsupported store URL {text!r}: use a directory or s3://bucket/prefix")
+    return LocalStore(Path(text).expanduser().resolve())

@@ -1,0 +1,103 @@
+"""The one key layout of the store.
+
+Every writer (local mode, the pod step, Argo output artifacts, the thesis import)
+and every reader (analytics, compare, report) builds keys here and nowhere else.
+
+    results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
+                                                                                             .../fio.json
+    analytics/campaign=<c>/run=<r|all>/<table>.parquet
+
+Hive-style ``name=value`` segments let DuckDB and humans filter by path; the values
+are slugs of the labels (the labels themselves live inside result.json, verbatim).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+RESULTS_ROOT = "results"
+ANALYTICS_ROOT = "analytics"
+RESULT_FILE = "result.json"
+RAW_FIO_FILE = "fio.json"
+ALL_RUNS = "all"
+
+_SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
+
+
+def slug(label: str | int) -> str:
+    """A key-safe form of a label: lowercase, [a-z0-9._-], never empty.
+
+    DNS-1123 names (Kubernetes storage classes) are already slugs and pass unchanged,
+    so a cluster run's keys read exactly like its storage class names.
+    """
+    text = _SLUG_BAD.sub("-", str(label).strip().lower()).strip("-")
+    if not text:
+        raise ValueError(f"cannot build a store key from the empty label {label!r}")
+    return text
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """Identity of one benchmark cell as it appears in the store."""
+
+    campaign: str
+    run: str
+    occasion: str
+    storage_class: str
+    profile: str
+    workload: str
+    rep: int
+
+    def prefix(self) -> str:
+        return "/".join(
+            [
+                RESULTS_ROOT,
+                f"campaign={slug(self.campaign)}",
+                f"run={slug(self.run)}",
+                f"occasion={slug(self.occasion)}",
+                f"storage_class={slug(self.storage_class)}",
+                f"profile={slug(self.profile)}",
+                f"workload={slug(self.workload)}",
+                f"rep={int(self.rep)}",
+            ]
+        )
+
+    def result_key(self) -> str:
+        return f"{self.prefix()}/{RESULT_FILE}"
+
+    def raw_fio_key(self) -> str:
+        return f"{self.prefix()}/{RAW_FIO_FILE}"
+
+
+def template_prefix(**placeholders: str) -> str:
+    """The cell prefix with Argo placeholders in place of values (for artifact keys).
+
+    Argo substitutes the values at run time; the caller must pass values that are
+    already slugs (the matrix expansion emits slugged keys for exactly this reason).
+    """
+    order = ["campaign", "run", "occasion", "storage_class", "profile", "workload", "rep"]
+    missing = set(order) - set(placeholders)
+    if missing:
+        raise ValueError(f"template_prefix needs placeholders for {sorted(missing)}")
+    return "/".join([RESULTS_ROOT] + [f"{name}={placeholders[name]}" for name in order])
+
+
+def results_prefix(campaign: str | None = None, run: str | None = None) -> str:
+    """Prefix holding all results of a campaign (or of one run of it, or everything)."""
+    parts = [RESULTS_ROOT]
+    if campaign is not None:
+        parts.append(f"campaign={slug(campaign)}")
+        if run is not None:
+            parts.append(f"run={slug(run)}")
+    return "/".join(parts)
+
+
+def results_glob(campaign: str | None = None, run: str | None = None) -> str:
+    """Glob (relative to the store root) matching every result.json under the prefix."""
+    return f"{results_prefix(campaign, run)}/**/{RESULT_FILE}"
+
+
+def analytics_prefix(campaign: str, run: str | None = None) -> str:
+    """Where the aggregated Parquet tables of a campaign (or one run) are written."""
+    return f"{ANALYTICS_ROOT}/campaign={slug(campaign)}/run={slug(run) if run else ALL_RUNS}"
