@@ -1,1 +1,139 @@
-from pvbench.cli.main import app  # noqa
+"""CLI commands for local mode, aggregation and import (registered on the main app)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pvbench.cli.common import fail
+from pvbench.cli.main import app, console
+
+local_app = typer.Typer(help="Local mode: the whole pipeline on one machine.", no_args_is_help=True)
+import_app = typer.Typer(help="Import results measured elsewhere.", no_args_is_help=True)
+app.add_typer(local_app, name="local")
+app.add_typer(import_app, name="import")
+
+
+@local_app.command("run")
+def local_run(
+    config: Annotated[Path, typer.Argument(help="Local-mode YAML config (see examples/demo.yaml)")],
+    run: Annotated[Optional[str], typer.Option(help="Run id (default: local-<UTC timestamp>)")] = None,
+    occasion: Annotated[Optional[list[str]], typer.Option(help="Run only these occasions of the config")] = None,
+    aggregate: Annotated[bool, typer.Option(help="Aggregate the campaign afterwards")] = True,
+    dry_run: Annotated[bool, typer.Option(help="Check and print the plan, run nothing")] = False,
+) -> None:
+    """Benchmark the configured local directories as storage classes, then aggregate."""
+    from pvbench.cells.cell import check_label
+    from pvbench.local.config import ConfigError, load_config
+    from pvbench.local.runner import default_run_id, plan_run, run_local
+    from pvbench.profiles import ProfileError
+    from pvbench.store.backends import StoreError
+
+    try:
+        cfg = load_config(config)
+        run_id = check_label("run", run or default_run_id())
+        for name in occasion or []:
+            if name not in cfg.occasions:
+                raise ConfigError(f"occasion {name!r} is not in the config's occasions {cfg.occasions}")
+        plans = plan_run(cfg, run_id, occasion)
+    except (ConfigError, ProfileError, ValueError, StoreError) as exc:
+        fail(str(exc))
+    per_cell = plans[0].timing.ramp_s + plans[0].timing.runtime_s
+    console.print(f"[bold]{cfg.campaign}[/] run [bold]{run_id}[/]: {len(plans)} cells "
+                  f"({len(cfg.storage_classes)} storage classes × {', '.join(cfg.profiles)} × "
+                  f"{cfg.repetitions} reps × {len(occasion or cfg.occasions)} occasions), "
+                  f"≥ {len(plans) * per_cell / 60:.1f} min of fio; store {cfg.store}")
+    if dry_run:
+        for plan in plans:
+            print(f"{plan.cell.order:4d} {plan.cell.describe()} -> {plan.target}")
+        return
+    report = run_local(cfg, plans, run_id, console)
+    console.print(f"stored {len(report.stored)}, failed {len(report.failed)}, not uploaded {len(report.spooled)}; "
+                  f"wall {report.wall_seconds:.0f} s for {report.fio_seconds:.0f} s of fio")
+    for failure in report.failed:
+        console.print(f"[red]failed[/] {failure.cell.describe()}: {failure.error}")
+    if report.spooled:
+        console.print(f"[yellow]results kept in {cfg.spool}[/]; upload later with "
+                      f"pvbench store flush --spool {cfg.spool} --store {cfg.store}")
+    if aggregate and report.stored:
+        _aggregate(cfg.store, cfg.campaign, None, None)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None) -> None:
+    from pvbench.analytics import AnalyticsError, aggregate
+    from pvbench.store import open_store
+    from pvbench.store.backends import StoreError
+
+    try:
+        with console.status("aggregating with DuckDB"):
+            where, counts = aggregate(open_store(store_url), campaign, run, out)
+    except (AnalyticsError, StoreError) as exc:
+        fail(str(exc))
+    console.print(f"aggregated into {where}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+
+
+@app.command("aggregate")
+def aggregate_cmd(
+    store: Annotated[str, typer.Option(help="Store URL: a directory or s3://bucket/prefix")],
+    campaign: Annotated[Optional[str], typer.Option(help="Campaign to aggregate (default: all)")] = None,
+    run: Annotated[Optional[str], typer.Option(help="Only this run of the campaign")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")] = None,
+) -> None:
+    """Run analytics/ (DuckDB) over stored results and write the Parquet tables."""
+    if run and not campaign:
+        fail("--run needs --campaign")
+    _aggregate(store, campaign, run, out)
+
+
+@app.command("summary")
+def summary_cmd(
+    store: Annotated[str, typer.Option(help="Store URL")],
+    campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,
+) -> None:
+    """Print each workload's headline metric per storage class: mean ± sd, CV, n (the overview table)."""
+    from pvbench.analytics import AnalyticsError, build_tables
+    from pvbench.store import open_store
+
+    try:
+        con = build_tables(open_store(store), campaign)
+    except AnalyticsError as exc:
+        fail(str(exc))
+    rows = con.execute(
+        "select workload_title, direction, storage_class, unit, mean, sd, cv, n, rank from report_overview"
+    ).fetchall()
+    table = Table("workload", "dir", "storage class", "mean ± sd", "unit", "CV", "n", "rank")
+    for title, direction, sc, unit, mean, sd, cv, n, rank in rows:
+        table.add_row(title, direction, sc, f"{mean:,.1f} ± {sd or 0:,.1f}", unit, f"{(cv or 0):.1%}", str(n), str(rank))
+    Console().print(table)
+
+
+@import_app.command("thesis-csv")
+def import_thesis_csv(
+    path: Annotated[Path, typer.Argument(help="CSV: platform,solution,occasion,occasion_start,run,metric,unit,value")],
+    store: Annotated[str, typer.Option(help="Store URL")],
+    campaign: Annotated[str, typer.Option(help="Campaign label for the imported results")] = "thesis",
+    run: Annotated[Optional[str], typer.Option(help="Run label (default: the platform column)")] = None,
+) -> None:
+    """Import published per-run results (long CSV) with their labels kept verbatim."""
+    from pvbench.cells.publish import publish
+    from pvbench.importers.thesis_csv import ImportError_, read_documents
+    from pvbench.store import open_store
+
+    try:
+        docs = read_documents(path, campaign, run)
+        target = open_store(store)
+    except (ImportError_, OSError, ValueError) as exc:
+        fail(str(exc))
+    failed = 0
+    for doc in docs:
+        if not publish(doc, None, target, None).stored:
+            failed += 1
+    console.print(f"imported {len(docs) - failed} result(s) into {target.url} (campaign {campaign})")
+    if failed:
+        fail(f"{failed} result(s) could not be stored", code=3)

@@ -1,0 +1,1 @@
+"""Importers: bring results measured elsewhere into the same store and analytics."""

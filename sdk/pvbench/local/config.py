@@ -1,0 +1,72 @@
+"""The local-mode config file (YAML): storage classes → directories, and the matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pvbench.cells.cell import check_label, check_storage_class_name
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class LocalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: str = Field(description="Campaign label of every result")
+    store: str = Field(default="./pvbench-data", description="Directory or s3://bucket/prefix")
+    storage_classes: dict[str, Path] = Field(description="Storage class name → directory on that medium")
+    profiles: list[str] = Field(default_factory=lambda: ["dbench"])
+    tests: list[str] = Field(default_factory=list, description="Only these tests (default: all)")
+    repetitions: int = Field(default=3, ge=1)
+    occasions: list[str] = Field(default_factory=lambda: ["default"])
+    seed: int = 1
+    ramp: str | None = None
+    runtime: str | None = None
+    size: str | None = None
+    spool: Path = Field(default=Path("./pvbench-spool"), description="Where results wait if the store is down")
+
+    @field_validator("storage_classes")
+    @classmethod
+    def _names(cls, value: dict[str, Path]) -> dict[str, Path]:
+        if not value:
+            raise ValueError("at least one storage class is needed")
+        for name in value:
+            check_storage_class_name(name)
+        return value
+
+    @field_validator("campaign")
+    @classmethod
+    def _campaign(cls, value: str) -> str:
+        return check_label("campaign", value)
+
+    @field_validator("occasions")
+    @classmethod
+    def _occasions(cls, value: list[str]) -> list[str]:
+        for occasion in value:
+            check_label("occasion", occasion)
+        return value
+
+
+def load_config(path: Path) -> LocalConfig:
+    """Read and check a config; relative paths are relative to the file."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    try:
+        config = LocalConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: {problems}") from exc
+    base = path.parent.resolve()
+    config.storage_classes = {k: (base / v).resolve() for k, v in config.storage_classes.items()}
+    config.spool = (base / config.spool).resolve()
+    config.profiles = [f"file:{(base / p[5:]).resolve()}" if p.startswith("file:") else p for p in config.profiles]
+    if "://" not in config.store:
+        config.store = str((base / config.store).resolve())
+    return config

@@ -1,0 +1,107 @@
+"""Run a local-mode matrix: every cell through the same run_cell() and publish() as a pod.
+
+Everything is checked before the first fio starts (names, profiles, sizes, free space,
+writable targets, the store). A failing cell is recorded and the run goes on: one bad
+cell never costs the others their results.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from pvbench.cells.cell import Cell
+from pvbench.cells.matrix import expand
+from pvbench.cells.publish import publish
+from pvbench.cells.run import CellPlan, TimingOverrides, plan_cell, run_cell
+from pvbench.fio.runner import FioError
+from pvbench.fio.target import remove_fio_files
+from pvbench.local.config import LocalConfig
+from pvbench.store import open_store
+
+
+@dataclass
+class CellFailure:
+    cell: Cell
+    error: str
+
+
+@dataclass
+class LocalRunReport:
+    run: str
+    stored: list[str] = field(default_factory=list)
+    spooled: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[CellFailure] = field(default_factory=list)
+    fio_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.spooled
+
+
+def default_run_id() -> str:
+    return "local-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def plan_run(config: LocalConfig, run: str, occasions: list[str] | None = None) -> list[CellPlan]:
+    """All cells of the run, planned and checked; raises before anything runs if any is wrong."""
+    overrides = TimingOverrides(config.ramp, config.runtime, config.size)
+    plans = []
+    for index, occasion in enumerate(occasions or config.occasions):
+        cells = expand(campaign=config.campaign, run=run, occasion=occasion,
+                       storage_classes=list(config.storage_classes), profiles=config.profiles,
+                       repetitions=config.repetitions, seed=config.seed + index, tests=config.tests or None)
+        for target in config.storage_classes.values():
+            target.mkdir(parents=True, exist_ok=True)
+        plans += [plan_cell(cell, config.storage_classes[cell.storage_class], overrides) for cell in cells]
+    return plans
+
+
+def _last(doc) -> str:
+    parts = []
+    for m in doc.metrics:
+        parts.append(f"{m.direction[0]} {m.iops:,.0f} IOPS {m.bw_mib_s:,.0f} MiB/s")
+    return " · ".join(parts)
+
+
+def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Console | None = None) -> LocalRunReport:
+    console = console or Console(stderr=True)
+    store = open_store(config.store)
+    report = LocalRunReport(run=run)
+    started = time.monotonic()
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"))
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("cells", total=len(plans), last="")
+            for plan in plans:
+                progress.update(task, description=plan.cell.describe())
+                t0 = time.monotonic()
+                try:
+                    doc, raw = run_cell(plan)
+                except FioError as exc:
+                    report.failed.append(CellFailure(plan.cell, str(exc)))
+                    progress.console.print(f"[red]failed[/] {plan.cell.describe()}: {exc}")
+                    progress.update(task, advance=1, last="[red]failed")
+                    continue
+                finally:
+                    report.fio_seconds += plan.timing.ramp_s + plan.timing.runtime_s
+                outcome = publish(doc, raw, store, config.spool)
+                if outcome.stored:
+                    report.stored.append(outcome.key)
+                else:
+                    report.spooled.append((str(outcome.spooled_at), outcome.error or ""))
+                    progress.console.print(f"[yellow]not stored[/] {outcome.key}: {outcome.error}; "
+                                           f"kept at {outcome.spooled_at}")
+                progress.update(task, advance=1, last=f"{_last(doc)} ({time.monotonic() - t0:.1f}s)")
+    finally:
+        for target in {p.target for p in plans}:
+            remove_fio_files(Path(target))
+        report.wall_seconds = time.monotonic() - started
+    return report
