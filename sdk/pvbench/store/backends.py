@@ -124,10 +124,15 @@ class S3Store:
     @property
     def client(self):
         if self._client is None:
+            import urllib3
             from minio import Minio
 
+            # Retries are ours (_retry, with backoff and a clear final error), not urllib3's.
+            http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=5, read=120),
+                                       retries=urllib3.Retry(total=0, raise_on_status=False))
             self._client = Minio(
-                self.settings.endpoint,
+                http_client=http,
+                endpoint=self.settings.endpoint,
                 access_key=self.settings.access_key,
                 secret_key=self.settings.secret_key,
                 secure=self.settings.secure,

@@ -1,0 +1,38 @@
+"""Names shared by the Hera definitions (workflows/*.py), the Helm chart and the tests.
+
+The chart patches a few of these at install time (service account, artifact repository,
+parameter defaults); everything else is fixed so that templates, chart and docs agree.
+"""
+
+from __future__ import annotations
+
+# Objects.
+BENCHMARK_TEMPLATE = "pvbench-benchmark"
+SERVICE_ACCOUNT = "pvbench-workflow"
+ARTIFACT_REPOSITORY_CONFIGMAP = "pvbench-artifact-repository"
+ARTIFACT_REPOSITORY_KEY = "default"
+
+# Images (the chart sets repository:tag from its values).
+RUNNER_IMAGE = "ghcr.io/pvbench/pvbench-runner:0.1.0"
+REPORT_IMAGE = "ghcr.io/pvbench/pvbench-report:0.1.0"
+
+# The non-root user of both images (ci/images/*/Dockerfile create it with this uid).
+RUN_AS_USER = 10001
+
+# Labels.
+LABEL_PREFIX = "pvbench.io"
+LABEL_ROLE = f"{LABEL_PREFIX}/role"            # baseline | candidate | adhoc
+LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"    # weekday-office | weekday-night | weekend | adhoc
+LABEL_COMPONENT = f"{LABEL_PREFIX}/component"  # benchmark (the fio pods, for anti-affinity)
+LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"    # the workflow that created a PVC (exit-handler cleanup)
+
+# Paths inside the step pods.
+TARGET_DIR = "/data"           # the fresh PVC under test
+CELL_OUT_DIR = "/tmp/pvbench/out"
+STORE_DIR = "/tmp/pvbench/store"
+ANALYTICS_DIR = "/tmp/pvbench/analytics"
+SITE_DIR = "/tmp/pvbench/site"
+
+# Occasions of the thesis: when a benchmark runs is a factor of its own (noisy neighbours
+# during office hours, backups at night, quiet weekends), kept apart from repetition.
+OCCASIONS = ("weekday-office", "weekday-night", "weekend")

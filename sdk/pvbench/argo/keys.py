@@ -1,0 +1,42 @@
+"""Artifact keys for templates, built by the store's one key layout.
+
+Argo substitutes ``{{…}}`` placeholders at run time, so a template key is the layout's
+key with placeholders in place of values. The layout functions slug their inputs,
+which would mangle a placeholder; :func:`placeholder_key` therefore calls the layout
+function with slug-proof sentinels and swaps the placeholders in afterwards. If the
+layout changes, the templates change with it (and the golden test says so).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pvbench.store import layout
+
+
+def placeholder_key(fn: Callable[..., str], **placeholders: str) -> str:
+    sentinels = {name: f"zz{index}sentinel{name.replace('_', '')}zz" for index, name in enumerate(placeholders)}
+    key = fn(**sentinels)
+    for name, sentinel in sentinels.items():
+        if key.count(sentinel) != 1:
+            raise ValueError(f"{fn.__name__} does not place {name} exactly once in its key: {key}")
+        key = key.replace(sentinel, placeholders[name])
+    return key
+
+
+def run_results_prefix(campaign: str, run: str) -> str:
+    """Prefix holding every cell result of one run."""
+    return placeholder_key(layout.results_prefix, campaign=campaign, run=run)
+
+
+def run_analytics_prefix(campaign: str, run: str) -> str:
+    """Where the run's Parquet tables go."""
+    return placeholder_key(layout.analytics_prefix, campaign=campaign, run=run)
+
+
+def run_report_prefix(campaign: str, run: str) -> str:
+    """Where the run's report site goes: beside its tables, under ``report/``."""
+    return f"{run_analytics_prefix(campaign, run)}/{REPORT_DIR}"
+
+
+REPORT_DIR = "report"

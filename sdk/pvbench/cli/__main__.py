@@ -1,0 +1,3 @@
+from pvbench.cli.main import app
+
+app(prog_name="pvbench")

@@ -1,0 +1,84 @@
+"""`pvbench fio-step`, the command every Argo step pod runs, on real fio."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pvbench.results import ResultDocument
+from pvbench.store.layout import CellKey
+
+PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+
+
+def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> subprocess.CompletedProcess:
+    target = target or tmp_path / "target"
+    target.mkdir(exist_ok=True)
+    args = ["fio-step", "--target", str(target), "--campaign", "c1", "--run", "r1", "--occasion", "night",
+            "--rep", "2", "--ramp", "200ms", "--runtime", "500ms", "--size", "16M"]
+    defaults = {"--storage-class": "fast-ssd", "--profile": "dbench", "--workload": "randread-lat"}
+    given = set(extra[::2])
+    for k, v in defaults.items():
+        if k not in given:
+            args += [k, v]
+    return subprocess.run(PVBENCH + args + list(extra), capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):
+    store = tmp_path / "store"
+    proc = step(tmp_path, "--store", str(store), "--out", str(tmp_path / "out"), "--label", "role=baseline",
+                env={"PVBENCH_NODE_NAME": "node-a", "PVBENCH_PROVISIONER": "rancher.io/local-path"})
+    assert proc.returncode == 0, proc.stderr
+    key = CellKey("c1", "r1", "night", "fast-ssd", "dbench", "randread-lat", 2)
+    doc = ResultDocument.from_json((store / key.result_key()).read_bytes())
+    assert json.loads((store / key.raw_fio_key()).read_text())["fio version"].startswith("fio-")
+    assert (tmp_path / "out" / "result.json").read_bytes() == (store / key.result_key()).read_bytes()
+    assert doc.identity.storage_class == "fast-ssd" and doc.identity.labels == {"role": "baseline"}
+    assert doc.workload.iodepth == 4 and doc.workload.bs == "4k" and doc.workload.headline_metric == "lat_mean_us"
+    assert doc.provenance.node == "node-a" and doc.provenance.provisioner == "rancher.io/local-path"
+    assert doc.provenance.filesystem and doc.provenance.fio_version.startswith("fio-")
+    [read] = doc.metrics
+    assert read.direction == "read" and read.iops > 0 and read.lat_p99_us >= read.lat_p50_us > 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--storage-class", "Fast_SSD"], "not a valid Kubernetes name"),
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--workload", "nope"], "has no test 'nope'"),
+        (["--size", "-5G"], "must be positive"),
+        (["--size", "900T"], "does not fit"),
+        (["--ramp", "soon"], "not a duration"),
+    ],
+)
+def test_bad_input_fails_before_fio_starts(tmp_path, args, message):
+    proc = step(tmp_path, *args)
+    assert proc.returncode == 2
+    assert message in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    assert not list((tmp_path / "target").glob("pvbench.*")), "fio must not have run"
+
+
+def test_fio_failure_is_readable_and_nonzero(tmp_path):
+    job = tmp_path / "bad.fio"
+    job.write_text("[global]\nruntime=1s\n[bad]\nrw=randread\nbs=4k\nioengine=no-such-engine\n")
+    proc = step(tmp_path, "--profile", f"file:{job}", "--workload", "bad", "--store", str(tmp_path / "s"))
+    assert proc.returncode == 1
+    assert "fio failed" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_sweep_80_percent_level_is_found_by_measurement(tmp_path):
+    proc = step(tmp_path, "--profile", "sweep", "--workload", "randread-4k-p80", "--store", str(tmp_path / "s"),
+                "--runtime", "500ms", "--ramp", "100ms", "--size", "8M")
+    assert proc.returncode == 0, proc.stderr
+    [path] = (tmp_path / "s").rglob("result.json")
+    doc = ResultDocument.from_json(path.read_bytes())
+    note = doc.provenance.notes["load_search"]
+    assert "of QD32 max" in note and "tried qd32x1=" in note
+    assert doc.workload.load == "p80" and doc.workload.iodepth >= 1
