@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install the CLI tools the Argo/Helm tests need: helm and kubeconform, built from
+# source through the Go module proxy (the only route to them on an offline CI machine).
+#
+#   ci/install-tools.sh            # into $PVBENCH_TOOLS/bin, default <repo>/.tools/bin
+#
+# Idempotent: a tool already at the pinned version is left alone, so CI can call this
+# on every run and pay the ~2 min helm build only once per machine (the Go build cache
+# and the binaries survive between runs on the same machine; a fresh machine builds).
+# Needs: go >= 1.24 on PATH (or at /usr/local/go/bin), network access to the Go proxy.
+set -euo pipefail
+
+HELM_VERSION=v3.22.0
+KUBECONFORM_VERSION=v0.8.0
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools=${PVBENCH_TOOLS:-$repo/.tools}
+bin=$tools/bin
+mkdir -p "$bin"
+
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then
+    export PATH=/usr/local/go/bin:$PATH
+  else
+    echo "install-tools: go is not installed (needed to build helm and kubeconform)" >&2
+    exit 1
+  fi
+fi
+
+# A stamp file per tool records the version that was built; the binary's own
+# --version output differs between tools, so the stamp is the simple, uniform check.
+install() {  # name module version
+  local name=$1 module=$2 version=$3
+  local stamp=$bin/.$name.version
+  if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
+    echo "install-tools: $name $version already in $bin"
+    return
+  fi
+  echo "install-tools: building $name $version (go install $module@$version)"
+  # GOFLAGS=-mod=mod: ignore a vendor dir; GOTOOLCHAIN=local: never download a toolchain.
+  GOBIN=$bin GOTOOLCHAIN=local GOFLAGS=-mod=mod go install "$module@$version"
+  echo "$version" >"$stamp"
+}
+
+install kubeconform github.com/yannh/kubeconform/cmd/kubeconform "$KUBECONFORM_VERSION"
+install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+
+"$bin/helm" version --short
+"$bin/kubeconform" -v

@@ -1,0 +1,95 @@
+"""``pvbench argo …``: render the Hera definitions, lint the result, submit runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from pvbench.argo import conventions as c
+
+app = typer.Typer(help="Argo Workflows: render templates, check references, submit runs.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+RootOpt = Annotated[Optional[Path], typer.Option(help="Repository root (holds workflows/ and templates/)")]
+
+
+@app.command()
+def render(
+    check: Annotated[bool, typer.Option("--check", help="Only compare; exit 1 if a file differs")] = False,
+    root: RootOpt = None,
+) -> None:
+    """Write templates/*.yaml (and the chart's copies) from workflows/*.py."""
+    from pvbench.argo.render import find_root, render_all
+
+    try:
+        base = find_root(root)
+        outcomes = render_all(base, check=check)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    changed = [o for o in outcomes if o.changed]
+    for o in outcomes:
+        mark = ("[red]differs[/]" if check else "[yellow]written[/]") if o.changed else "[green]up to date[/]"
+        console.print(f"{mark} {o.path.relative_to(base)}")
+    if check and changed:
+        for o in changed:
+            sys.stdout.write(o.diff)
+        _fail(f"{len(changed)} rendered file(s) differ from workflows/*.py; run `pvbench argo render`", code=1)
+
+
+@app.command()
+def lint(root: RootOpt = None) -> None:
+    """Check every template, parameter and artifact reference in templates/*.yaml."""
+    from pvbench.argo.references import check_files
+    from pvbench.argo.render import find_root
+
+    base = find_root(root)
+    problems = check_files(sorted((base / "templates").glob("*.yaml")))
+    for p in problems:
+        console.print(f"[red]{p}[/]")
+    if problems:
+        _fail(f"{len(problems)} dangling reference(s)", code=1)
+    console.print("[green]ok[/]: every reference resolves")
+
+
+@app.command()
+def submit(
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="name=value, repeatable")] = None,
+    host: Annotated[str, typer.Option(envvar="ARGO_SERVER_URL", help="Argo Server URL, e.g. https://localhost:2746")] = "https://localhost:2746",
+    token: Annotated[Optional[str], typer.Option(envvar="ARGO_TOKEN", help="Bearer token (argo auth token)")] = None,
+    namespace: Annotated[str, typer.Option(envvar="ARGO_NAMESPACE", help="Namespace of the chart")] = "pvbench",
+    template: Annotated[str, typer.Option(help="WorkflowTemplate to submit")] = c.BENCHMARK_TEMPLATE,
+    label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the workflow, repeatable")] = None,
+    insecure: Annotated[bool, typer.Option(help="Skip TLS verification (self-signed Argo Server)")] = False,
+    root: RootOpt = None,
+) -> None:
+    """Submit a benchmark run from the installed WorkflowTemplate (parameters checked locally first)."""
+    from pvbench.argo.render import find_root
+    from pvbench.argo.submit import SubmitError, parse_pairs, submit as do_submit, template_parameters
+
+    try:
+        params = parse_pairs(param or [])
+        labels = parse_pairs(label or [])
+        known = None
+        try:
+            known = template_parameters(find_root(root) / "templates" / "benchmark.yaml")
+        except FileNotFoundError:
+            pass  # installed without the repository: the server checks
+        name = do_submit(host=host, namespace=namespace, parameters=params, labels=labels, token=token,
+                         verify_ssl=not insecure, template=template,
+                         known=known if template == c.BENCHMARK_TEMPLATE else None)
+    except SubmitError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # network, auth, server-side validation: the server's words
+        _fail(f"submit to {host} failed: {exc}", code=1)
+    print(name)
+    console.print(f"submitted [bold]{name}[/] in {namespace}: {host.rstrip('/')}/workflows/{namespace}/{name}")

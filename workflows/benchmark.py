@@ -1,0 +1,348 @@
+"""WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
+
+    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ aggregate ─▶ report
+                                                     exit handler: cleanup (PVCs)
+
+Every step is a ``pvbench`` command; this file only says how Argo wires them.
+Rendered to templates/benchmark.yaml by ``pvbench render`` (never edit that file).
+"""
+
+from hera.workflows import (
+    DAG,
+    Artifact,
+    Container,
+    EmptyDirVolume,
+    FieldEnv,
+    Parameter,
+    Resource,
+    S3Artifact,
+    Task,
+    WorkflowTemplate,
+    models as m,
+)
+from hera.workflows.archive import NoneArchiveStrategy
+
+from pvbench.argo import conventions as c
+from pvbench.argo import keys
+
+WF = "{{workflow.parameters.%s}}".__mod__
+IN = "{{inputs.parameters.%s}}".__mod__
+
+# ------------------------------------------------------------------ shared pod settings
+# Non-root everywhere; fsGroup makes the fresh PVC writable for that user.
+POD_SECURITY = m.PodSecurityContext(
+    run_as_non_root=True,
+    run_as_user=c.RUN_AS_USER,
+    run_as_group=c.RUN_AS_USER,
+    fs_group=c.RUN_AS_USER,
+    seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+)
+STRICT = m.SecurityContext(
+    allow_privilege_escalation=False,
+    read_only_root_filesystem=True,
+    capabilities=m.Capabilities(drop=["ALL"]),
+)
+TMP = EmptyDirVolume(name="tmp", mount_path="/tmp")  # the only writable path besides /data
+PULL = "IfNotPresent"  # images are pinned by tag (the chart sets it); kind can side-load them
+RUNNER = WF("image")
+# Transient trouble only: OnError retries pods that Argo or Kubernetes lost (evicted,
+# deleted, executor errors), never a step whose own command failed. No timeout is set on
+# the benchmark step: a slow storage class is a result, not an error to retry away.
+TRANSIENT = m.RetryStrategy(
+    limit="2",
+    retry_policy="OnError",
+    backoff=m.Backoff(duration="30s", factor="2", max_duration="10m"),
+)
+MATRIX_ARGS = [
+    "--campaign", WF("campaign"),
+    "--run", "{{workflow.name}}",
+    "--occasion", WF("occasion"),
+    "--storage-classes", WF("storage-classes"),
+    "--profiles", WF("profile"),
+    "--tests", WF("tests"),
+    "--repetitions", WF("repetitions"),
+    "--seed", WF("seed"),
+]  # fmt: skip
+
+P = Parameter
+PARAMETERS = [
+    P(name="storage-classes", value='["standard"]',
+      description='Storage classes to compare, as a JSON list, e.g. ["gp3","io2"]. Each cell gets a fresh PVC of its class.'),
+    P(name="profile", value="dbench", enum=["dbench", "vshn", "sweep"],
+      description="Workload profile: dbench (9 tests), vshn (10 tests) or sweep (64 tests, needs a big volume)."),
+    P(name="tests", value="",
+      description="Only these tests of the profile, comma-separated (empty: all), e.g. randread-iops,seqwrite-bw."),
+    P(name="repetitions", value="3", enum=["1", "2", "3", "5", "10"],
+      description="Repetitions of every cell. Three or more give confidence intervals."),
+    P(name="seed", value="1", description="Seed of the randomized cell order; the same seed repeats the same order."),
+    P(name="ramp", value="2s", enum=["2s", "5s", "10s", "30s"],
+      description="fio ramp time before measuring (dbench: 2s, vshn: 5s, sweep: 10s)."),
+    P(name="runtime", value="15s", enum=["15s", "30s", "60s", "120s", "300s"],
+      description="fio measured runtime per test (dbench: 15s, vshn: 30s, sweep: 120s)."),
+    P(name="size", value="1G", description="fio file size per job, e.g. 1G. Checked against volume-size before anything starts."),
+    P(name="volume-size", value="10Gi", description="Size of each fresh PVC, e.g. 10Gi."),
+    P(name="campaign", value="default",
+      description="Campaign label: groups runs that are compared together (letters, digits, . _ -)."),
+    P(name="occasion", value="adhoc",
+      description="Occasion label: when the run happens (weekday-office, weekday-night, weekend, adhoc)."),
+    P(name="role", value="adhoc", enum=["adhoc", "baseline", "candidate"],
+      description="Role of this run in a comparison: candidate = after a storage change (set by the Sensor)."),
+    P(name="trigger", value="manual", description="What started the run: manual, cron, storageclass, csi-image, ci."),
+    P(name="old-image", value="", description="CSI driver image before the change (set by the Sensor)."),
+    P(name="new-image", value="", description="CSI driver image after the change (set by the Sensor)."),
+    P(name="changed", value="", description="The object whose change triggered the run, e.g. StorageClass/fast."),
+    P(name="node-label", value="kubernetes.io/os",
+      description="Benchmark pods run only on nodes with node-label=node-value. Use kubernetes.io/hostname to pin one node."),
+    P(name="node-value", value="linux",
+      description="Value of node-label. Benchmark pods with the same value run one at a time (mutex pvbench-node-<value>)."),
+    P(name="image", value=c.RUNNER_IMAGE, description="Runner image (fio + pvbench)."),
+    P(name="report-image", value=c.REPORT_IMAGE, description="Report image (Evidence + pvbench)."),
+]  # fmt: skip
+
+with WorkflowTemplate(
+    name=c.BENCHMARK_TEMPLATE,
+    labels={"app.kubernetes.io/name": "pvbench", "app.kubernetes.io/component": "benchmark"},
+    annotations={
+        "workflows.argoproj.io/title": "pvbench: benchmark storage classes with fio",
+        "workflows.argoproj.io/description": (
+            "Validates the parameters, expands storage classes x profile tests x repetitions in a seeded "
+            "random order, runs each cell on a fresh PVC of its class (one pod per node at a time), "
+            "aggregates the results to Parquet and builds the report. Results, tables and report land "
+            "in the artifact repository under the pvbench key layout."
+        ),
+    },
+    entrypoint="main",
+    on_exit="cleanup",
+    service_account_name=c.SERVICE_ACCOUNT,
+    artifact_repository_ref=m.ArtifactRepositoryRef(
+        config_map=c.ARTIFACT_REPOSITORY_CONFIGMAP, key=c.ARTIFACT_REPOSITORY_KEY
+    ),
+    security_context=POD_SECURITY,
+    # A run is labelled with what it is, so the UI and the Sensor's runs can be filtered.
+    workflow_metadata=m.WorkflowMetadata(
+        labels_from={
+            c.LABEL_ROLE: m.LabelValueFrom(expression="workflow.parameters.role"),
+            c.LABEL_OCCASION: m.LabelValueFrom(expression="workflow.parameters.occasion"),
+        }
+    ),
+    arguments=PARAMETERS,
+) as wt:
+    # 1. Bad input fails here, with pvbench's message, before any PVC exists.
+    validate = Container(
+        name="validate",
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["validate", *MATRIX_ARGS,
+              "--ramp", WF("ramp"), "--runtime", WF("runtime"), "--size", WF("size"),
+              "--volume-size", WF("volume-size")],  # fmt: skip
+        security_context=STRICT,
+        volumes=[TMP],
+        retry_strategy=TRANSIENT,
+    )
+
+    # 2. The cells as a JSON list on stdout (outputs.result), in the seeded random order;
+    #    each carries its store key, built by the one key layout.
+    expand = Container(
+        name="expand",
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["expand", *MATRIX_ARGS],
+        security_context=STRICT,
+        volumes=[TMP],
+        retry_strategy=TRANSIENT,
+    )
+
+    # 3. One cell: fio on a fresh PVC of the cell's storage class.
+    # Why a template-level ephemeral volume: its volumeClaimTemplate is part of this pod's
+    # spec, so Argo substitutes {{inputs.parameters.storage-class}} per fan-out item
+    # (seen working on a real v4.1 controller), the PVC is created with the pod and
+    # garbage-collected with it, and no resource step or RBAC to create PVCs is needed.
+    # A workflow-level volumeClaimTemplates entry (Hera's Volume) would be one class for
+    # the whole run. The exit handler deletes what is left (pods kept for their logs).
+    cell_inputs = ["storage-class", "profile", "workload", "rep", "order", "key"]
+    benchmark_cell = Container(
+        name="benchmark-cell",
+        inputs=[Parameter(name=n) for n in cell_inputs]
+        + [Parameter(name="node-label"), Parameter(name="node-value")],
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=[
+            "fio-step",
+            "--target", c.TARGET_DIR,
+            "--campaign", WF("campaign"),
+            "--run", "{{workflow.name}}",
+            "--occasion", WF("occasion"),
+            "--storage-class", IN("storage-class"),
+            "--profile", IN("profile"),
+            "--workload", IN("workload"),
+            "--rep", IN("rep"),
+            "--order", IN("order"),
+            "--ramp", WF("ramp"),
+            "--runtime", WF("runtime"),
+            "--size", WF("size"),
+            "--out", c.CELL_OUT_DIR,
+            "--cleanup",
+            "--label", "role=" + WF("role"),
+            "--label", "trigger=" + WF("trigger"),
+            "--label", "old-image=" + WF("old-image"),
+            "--label", "new-image=" + WF("new-image"),
+            "--label", "changed=" + WF("changed"),
+        ],  # fmt: skip
+        env=[FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName")],  # recorded in each result
+        security_context=STRICT,
+        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "256Mi"}, limits={"memory": "2Gi"}),
+        volumes=[
+            TMP,
+            m.Volume(
+                name="target",
+                ephemeral=m.EphemeralVolumeSource(
+                    volume_claim_template=m.PersistentVolumeClaimTemplate(
+                        metadata=m.ObjectMeta(labels={c.LABEL_WORKFLOW: "{{workflow.name}}"}),
+                        spec=m.PersistentVolumeClaimSpec(
+                            access_modes=["ReadWriteOnce"],
+                            storage_class_name=IN("storage-class"),
+                            resources=m.VolumeResourceRequirements(requests={"storage": WF("volume-size")}),
+                        ),
+                    )
+                ),
+            ),
+        ],
+        volume_mounts=[m.VolumeMount(name="target", mount_path=c.TARGET_DIR)],
+        # One benchmark pod per node at a time: the node selector picks the node(s), the
+        # mutex keyed by that selection serializes cells across every run in the
+        # namespace, and the anti-affinity keeps two benchmark pods off one node even when
+        # runs select nodes differently.
+        node_selector={IN("node-label"): IN("node-value")},
+        synchronization=m.Synchronization(mutexes=[m.Mutex(name="pvbench-node-" + IN("node-value"))]),
+        labels={c.LABEL_COMPONENT: "benchmark"},
+        affinity=m.Affinity(
+            pod_anti_affinity=m.PodAntiAffinity(
+                required_during_scheduling_ignored_during_execution=[
+                    m.PodAffinityTerm(
+                        label_selector=m.LabelSelector(match_labels={c.LABEL_COMPONENT: "benchmark"}),
+                        topology_key="kubernetes.io/hostname",
+                    )
+                ]
+            )
+        ),
+        retry_strategy=TRANSIENT,
+        outputs=[
+            S3Artifact(
+                name="result",
+                path=c.CELL_OUT_DIR,
+                key=IN("key"),  # from `pvbench expand`, i.e. the store's key layout
+                archive=NoneArchiveStrategy(),
+            )
+        ],
+    )
+
+    # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so
+    #    the pod holds no S3 credentials); the Parquet tables go back under analytics/.
+    aggregate = Container(
+        name="aggregate",
+        inputs=[
+            Parameter(name="campaign"),
+            Parameter(name="campaign-key"),
+            S3Artifact(
+                name="results",
+                path=f"{c.STORE_DIR}/{keys.run_results_prefix(IN('campaign-key'), '{{workflow.name}}')}",
+                key=keys.run_results_prefix(IN("campaign-key"), "{{workflow.name}}"),
+            ),
+        ],
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["aggregate", "--store", c.STORE_DIR, "--campaign", IN("campaign"), "--run", "{{workflow.name}}",
+              "--out", c.ANALYTICS_DIR],  # fmt: skip
+        security_context=STRICT,
+        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "512Mi"}, limits={"memory": "4Gi"}),
+        volumes=[TMP],
+        retry_strategy=TRANSIENT,
+        outputs=[
+            S3Artifact(
+                name="analytics",
+                path=c.ANALYTICS_DIR,
+                key=keys.run_analytics_prefix(IN("campaign-key"), "{{workflow.name}}"),
+                archive=NoneArchiveStrategy(),
+            )
+        ],
+    )
+
+    # 5. The Evidence site, stored unarchived: the Argo UI browses it, MinIO serves it.
+    report = Container(
+        name="report",
+        inputs=[
+            Parameter(name="campaign-key"),
+            Artifact(name="analytics", path=c.ANALYTICS_DIR),
+        ],
+        image=WF("report-image"),
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["report", "build", "--data", c.ANALYTICS_DIR, "--out", c.SITE_DIR],
+        # Evidence writes its build cache inside the project: a writable root, still non-root.
+        security_context=m.SecurityContext(allow_privilege_escalation=False, capabilities=m.Capabilities(drop=["ALL"])),
+        resources=m.ResourceRequirements(requests={"cpu": "1", "memory": "2Gi"}, limits={"memory": "5Gi"}),
+        volumes=[TMP],
+        retry_strategy=TRANSIENT,
+        outputs=[
+            S3Artifact(
+                name="report",
+                path=c.SITE_DIR,
+                key=keys.run_report_prefix(IN("campaign-key"), "{{workflow.name}}"),
+                archive=NoneArchiveStrategy(),
+            )
+        ],
+    )
+
+    # Exit handler, on success and failure alike: delete the run's PVCs (the ephemeral
+    # volumes of finished pods would otherwise hold their storage until the pods go).
+    cleanup = Resource(
+        name="cleanup",
+        action="delete",
+        flags=["persistentvolumeclaims", "--selector", f"{c.LABEL_WORKFLOW}={{{{workflow.name}}}}",
+               "--ignore-not-found", "--wait=false"],  # fmt: skip
+    )
+
+    # failFast off: one failing cell must not stop the others from being measured.
+    with DAG(name="main", fail_fast=False):
+        t_validate = Task(name="validate", template=validate)
+        t_expand = Task(name="expand", template=expand)
+        t_cells = Task(
+            name="benchmark",
+            template=benchmark_cell,
+            with_param="{{tasks.expand.outputs.result}}",
+            arguments=[
+                Parameter(name="storage-class", value="{{item.storage_class}}"),
+                Parameter(name="profile", value="{{item.profile}}"),
+                Parameter(name="workload", value="{{item.workload}}"),
+                Parameter(name="rep", value="{{item.rep}}"),
+                Parameter(name="order", value="{{item.order}}"),
+                Parameter(name="key", value="{{item.key}}"),
+                Parameter(name="node-label", value=WF("node-label")),
+                Parameter(name="node-value", value=WF("node-value")),
+            ],
+        )
+        # The store key holds the campaign's slug; for a valid label that is its lowercase form.
+        campaign_key = Parameter(name="campaign-key", value="{{=lower(workflow.parameters.campaign)}}")
+        t_aggregate = Task(
+            name="aggregate",
+            template=aggregate,
+            arguments=[Parameter(name="campaign", value=WF("campaign")), campaign_key],
+        )
+        t_report = Task(
+            name="report",
+            template=report,
+            arguments=[
+                campaign_key,
+                Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}"),
+            ],
+        )
+        # Tabulate whatever cells did land even if some failed (the run still ends Failed).
+        t_aggregate.depends = "benchmark.Succeeded || benchmark.Failed"
+        t_validate >> t_expand >> t_cells
+        t_aggregate >> t_report
+
+MANIFESTS = [wt]
