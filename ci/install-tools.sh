@@ -7,7 +7,7 @@
 # Idempotent: a tool already at the pinned version is left alone, so CI can call this
 # on every run and pay the ~2 min helm build only once per machine (the Go build cache
 # and the binaries survive between runs on the same machine; a fresh machine builds).
-# Needs: go >= 1.24 on PATH (or at /usr/local/go/bin), network access to the Go proxy.
+# Needs: go on PATH (or at /usr/local/go/bin) and the Go module proxy.
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -37,8 +37,9 @@ install() {  # name module version
     return
   fi
   echo "install-tools: building $name $version (go install $module@$version)"
-  # GOFLAGS=-mod=mod: ignore a vendor dir; GOTOOLCHAIN=local: never download a toolchain.
-  GOBIN=$bin GOTOOLCHAIN=local GOFLAGS=-mod=mod go install "$module@$version"
+  # An older local go fetches the toolchain the module asks for through the Go proxy
+  # (GOTOOLCHAIN=auto, the default); export GOTOOLCHAIN=local to forbid that.
+  GOBIN=$bin GOFLAGS=-mod=mod go install "$module@$version"
   echo "$version" >"$stamp"
 }
 
