@@ -1,0 +1,209 @@
+"""The rendered Argo templates and the Helm chart: golden, strict schemas, helm lint.
+
+No Argo controller runs here, so these are the checks that stand in for one: every
+rendered object must match Hera's definitions exactly, and must validate against strict
+Kubernetes/Argo schemas (unknown fields rejected) for default values and for values with
+every optional part on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from argo_helpers import (
+    ALL_ON_VALUES,
+    CHART,
+    FIXTURES,
+    PVBENCH,
+    REPO,
+    TEMPLATES,
+    benchmark_template,
+    helm,
+    helm_template,
+    kubeconform,
+    load_yaml_docs,
+    templates_by_name,
+)
+from pvbench.argo.render import CHART_FILES, render_all, render_module
+from pvbench.store import layout
+
+WORKFLOW_SOURCES = sorted(p for p in (REPO / "workflows").glob("*.py") if not p.name.startswith("_"))
+
+
+# ---------------------------------------------------------------- golden
+@pytest.mark.parametrize("source", WORKFLOW_SOURCES, ids=lambda p: p.name)
+def test_each_workflow_renders_exactly_to_its_template(source):
+    rendered = render_module(source)
+    for target in (TEMPLATES / f"{source.stem}.yaml", REPO / CHART_FILES / f"{source.stem}.yaml"):
+        assert target.exists(), f"{target} missing: run `pvbench argo render`"
+        assert target.read_text() == rendered, f"{target} differs from {source.name}: run `pvbench argo render`"
+
+
+def test_no_template_without_a_source():
+    sources = {p.stem for p in WORKFLOW_SOURCES}
+    assert {p.stem for p in TEMPLATES.glob("*.yaml")} == sources
+    assert {p.stem for p in (REPO / CHART_FILES).glob("*.yaml")} == sources
+
+
+def test_render_check_fails_on_a_hand_edit(tmp_path):
+    root = tmp_path / "repo"
+    for folder in ("workflows", "templates", "charts/pvbench/files"):
+        shutil.copytree(REPO / folder, root / folder)
+    assert not [o for o in render_all(root, check=True) if o.changed]
+    edited = root / "templates" / "benchmark.yaml"
+    edited.write_text(edited.read_text().replace("retryPolicy: OnError", "retryPolicy: Always", 1))
+    proc = subprocess.run([PVBENCH, "argo", "render", "--check", "--root", str(root)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "retryPolicy: Always" in proc.stdout and "differ" in proc.stderr
+    proc = subprocess.run([PVBENCH, "argo", "render", "--root", str(root)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "retryPolicy: Always" not in edited.read_text()
+
+
+# ---------------------------------------------------------------- what the benchmark template promises
+def test_benchmark_template_shape():
+    doc = benchmark_template()
+    spec = doc["spec"]
+    tpl = templates_by_name(doc)
+    params = {p["name"]: p for p in spec["arguments"]["parameters"]}
+    assert all(p.get("description") for p in params.values()), "every parameter is described for the UI"
+    assert params["profile"]["enum"] == ["dbench", "vshn", "sweep"]
+    assert "enum" in params["repetitions"] and "enum" in params["runtime"]
+    assert spec["artifactRepositoryRef"]["configMap"] == "pvbench-artifact-repository"
+    assert spec["onExit"] == "cleanup" and tpl["cleanup"]["resource"]["action"] == "delete"
+
+    cell = tpl["benchmark-cell"]
+    [target] = [v for v in cell["volumes"] if v["name"] == "target"]
+    claim = target["ephemeral"]["volumeClaimTemplate"]
+    assert claim["spec"]["storageClassName"] == "{{inputs.parameters.storage-class}}", "a fresh PVC per cell's class"
+    # The exit handler deletes exactly what the cells created.
+    [(label, value)] = claim["metadata"]["labels"].items()
+    assert f"{label}={value}" in tpl["cleanup"]["resource"]["flags"]
+    # Retries only for errors (lost pods), never for a step that ran and failed or was slow.
+    for t in tpl.values():
+        if "retryStrategy" in t:
+            assert t["retryStrategy"]["retryPolicy"] == "OnError", t["name"]
+            assert "expression" not in t["retryStrategy"]
+        assert "activeDeadlineSeconds" not in t and "timeout" not in t, t["name"]
+    # One benchmark pod per node: node selector + a mutex keyed by the same selection.
+    assert cell["nodeSelector"] == {"{{inputs.parameters.node-label}}": "{{inputs.parameters.node-value}}"}
+    assert cell["synchronization"]["mutexes"][0]["name"].endswith("{{inputs.parameters.node-value}}")
+    assert cell["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    # Results go out unarchived under the key the layout gave the cell.
+    [art] = cell["outputs"]["artifacts"]
+    assert art["archive"] == {"none": {}} and art["s3"]["key"] == "{{inputs.parameters.key}}"
+    # Non-root everywhere.
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] > 0
+    for t in tpl.values():
+        if "container" in t:
+            assert t["container"]["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_artifact_keys_come_from_the_layout():
+    tpl = templates_by_name(benchmark_template())
+    campaign, run = "{{inputs.parameters.campaign-key}}", "{{workflow.name}}"
+    [results] = tpl["aggregate"]["inputs"]["artifacts"]
+    [tables] = tpl["aggregate"]["outputs"]["artifacts"]
+    # The layout with sentinel values, re-filled: the same key whatever the layout's spelling.
+    assert results["s3"]["key"] == layout.results_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
+    assert tables["s3"]["key"] == layout.analytics_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
+    assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"].startswith(tables["s3"]["key"] + "/")
+
+
+def test_occasions_are_cron_workflows_that_stop():
+    docs = load_yaml_docs(TEMPLATES / "occasions.yaml")
+    assert [d["metadata"]["labels"]["pvbench.io/occasion"] for d in docs] == [
+        "weekday-office", "weekday-night", "weekend"]  # fmt: skip
+    for d in docs:
+        spec = d["spec"]
+        assert spec["concurrencyPolicy"] == "Forbid" and spec["timezone"] and spec["schedules"]
+        assert "cronworkflow.succeeded >=" in spec["stopStrategy"]["expression"]
+        args = {p["name"]: p["value"] for p in spec["workflowSpec"]["arguments"]["parameters"]}
+        assert args["occasion"] == d["metadata"]["labels"]["pvbench.io/occasion"]
+        assert spec["workflowSpec"]["workflowTemplateRef"]["name"] == "pvbench-benchmark"
+
+
+# ---------------------------------------------------------------- strict schemas
+def test_rendered_templates_are_valid_strictly():
+    proc = kubeconform(*sorted(TEMPLATES.glob("*.yaml")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout
+
+
+def test_an_unknown_field_is_rejected():
+    proc = kubeconform(FIXTURES / "unknown-field.yaml")
+    assert proc.returncode != 0
+    assert "retryOnSlowness" in proc.stdout and "labelz" in proc.stdout, proc.stdout
+    assert "Invalid: 2" in proc.stdout
+
+
+@pytest.mark.parametrize("values", [None, ALL_ON_VALUES], ids=["defaults", "all-on"])
+def test_helm_template_output_is_valid_strictly(values):
+    out = helm_template(*([values] if values else []))
+    kinds = sorted({d["kind"] for d in load_yaml_docs(out)})
+    if values:
+        assert {"CronWorkflow", "EventSource", "Sensor", "ClusterRole"} <= set(kinds)
+    else:
+        assert kinds == ["ConfigMap", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+    proc = kubeconform(stdin=out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout
+
+
+@pytest.mark.parametrize("values", [None, ALL_ON_VALUES], ids=["defaults", "all-on"])
+def test_helm_lint_is_clean(values):
+    proc = helm("lint", "--strict", str(CHART), *(["-f", str(values)] if values else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout, proc.stdout
+
+
+def test_chart_carries_the_rendered_template_with_only_its_patches():
+    out = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    [chart_wt] = [d for d in out if d["kind"] == "WorkflowTemplate"]
+    rendered = benchmark_template()
+    values = yaml.safe_load(ALL_ON_VALUES.read_text())
+    params = {p["name"]: p["value"] for p in chart_wt["spec"]["arguments"]["parameters"]}
+    assert params["storage-classes"] == values["benchmark"]["parameters"]["storage-classes"]
+    assert params["image"] == "ghcr.io/pvbench/pvbench-runner:0.1.0"
+    assert chart_wt["spec"]["parallelism"] == 2
+    assert chart_wt["spec"]["templates"] == rendered["spec"]["templates"], "the chart must not change the steps"
+    [cm] = [d for d in out if d["kind"] == "ConfigMap" and d["metadata"]["name"] == rendered["spec"][
+        "artifactRepositoryRef"]["configMap"]]  # fmt: skip
+    repo = yaml.safe_load(cm["data"][rendered["spec"]["artifactRepositoryRef"]["key"]])
+    assert repo["s3"]["accessKeySecret"]["name"] == "pvbench-s3", "credentials only by Secret reference"
+    [sa] = [d for d in out if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == rendered["spec"][
+        "serviceAccountName"]]  # fmt: skip
+    assert sa
+
+
+def test_chart_rules_are_least_privilege():
+    out = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    for d in out:
+        if d["kind"] in ("Role", "ClusterRole"):
+            for rule in d["rules"]:
+                assert "*" not in rule["verbs"] and "*" not in rule["resources"], d["metadata"]["name"]
+                assert not set(rule["verbs"]) & {"update", "deletecollection", "escalate", "bind", "impersonate"}
+    [sensor_role] = [d for d in out if d["kind"] == "Role" and d["metadata"]["name"] == "pvbench-sensor"]
+    assert sensor_role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
+
+
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (("benchmark.parameters.bogus=1",), '"bogus" is not a parameter of pvbench-benchmark'),
+        (("occasions.enabled=true", "occasions.parameters.repetition=3"), '"repetition" is not a parameter'),
+        (("events.enabled=true", "events.parameters.role=baseline"), '"role" is set by each trigger'),
+        (("bogus=1",), "additional properties 'bogus' not allowed"),
+        (("events.webhook.port=70000",), "maximum"),
+    ],
+)
+def test_chart_rejects_bad_values(sets, message):
+    args = ["template", "pvbench", str(CHART)]
+    for s in sets:
+        args += ["--set", s]
+    proc = helm(*args)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
