@@ -102,8 +102,16 @@ def load_seeds(con: duckdb.DuckDBPyConnection, root: Path) -> None:
 
 
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
-                 root: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """Run every model over the results under campaign/run; returns the connection holding the tables."""
+                 root: Path | None = None, limits: Path | str | None = None,
+                 extras: bool = True) -> duckdb.DuckDBPyConnection:
+    """Run every model over the results under campaign/run; returns the connection holding the tables.
+
+    ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
+    store's config/limits.yaml); pvbench.stats turns it into tables the models read.
+    ``extras=False`` skips the Python-made tables (report_comparisons) when only SQL ones are needed.
+    """
+    from pvbench.stats import hooks
+
     root = root or analytics_dir()
     prefix = results_prefix(campaign, run)
     if not any(k.endswith(RESULT_FILE) for k in store.list_keys(prefix)):
@@ -111,16 +119,21 @@ def build_tables(store: Store, campaign: str | None = None, run: str | None = No
     con = connect(store)
     con.execute("SET VARIABLE results_glob = ?", [store.duckdb_path(results_glob(campaign, run))])
     load_seeds(con, root)
+    hooks.before_models(con, store, limits)
     for model in discover_models(root):
         try:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         except duckdb.Error as exc:
             raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
+    if extras:
+        hooks.after_models(con)
     return con
 
 
 def output_tables(root: Path | None = None) -> list[str]:
-    return [m.name for m in discover_models(root) if m.name not in INTERNAL_TABLES]
+    from pvbench.stats.hooks import PYTHON_TABLES
+
+    return [m.name for m in discover_models(root) if m.name not in INTERNAL_TABLES] + list(PYTHON_TABLES)
 
 
 def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str = "",
@@ -141,9 +154,9 @@ def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str
 
 
 def aggregate(store: Store, campaign: str | None, run: str | None = None,
-              out: Path | None = None) -> tuple[str, dict[str, int]]:
+              out: Path | None = None, limits: Path | str | None = None) -> tuple[str, dict[str, int]]:
     """Aggregate and write Parquet: to ``out`` if given, else into the store's analytics prefix."""
-    con = build_tables(store, campaign, run)
+    con = build_tables(store, campaign, run, limits=limits)
     if out is not None:
         counts = write_parquet(con, out)
         return str(out), counts

@@ -137,3 +137,9 @@ def import_thesis_csv(
     console.print(f"imported {len(docs) - failed} result(s) into {target.url} (campaign {campaign})")
     if failed:
         fail(f"{failed} result(s) could not be stored", code=3)
+
+
+# `pvbench compare` at the top level (the CI/Argo Events gate); the same command is `pvbench stats compare`.
+from pvbench.stats.cli import compare_command  # noqa: E402
+
+app.command("compare")(compare_command)

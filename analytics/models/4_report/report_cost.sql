@@ -1,0 +1,63 @@
+-- report_cost: what each run cost, in resources and (with a cost model) in money.
+-- Resources are measured: fio seconds (started → ended of every result), CPU seconds of fio
+-- (usr + sys), the run's wall-clock span. Money is a model from declared values (limits file):
+--   cost = wall hours × cluster_price_per_hour + Σ_class (that class's fio hours × its price_per_hour)
+-- Imported results carry no timings: their rows show counts only.
+with results as (
+    select
+        campaign, run, storage_class, source_key,
+        any_value(started_at) as started_at,
+        any_value(ended_at) as ended_at,
+        any_value(cpu_seconds) as cpu_seconds
+    from result_rows
+    group by campaign, run, storage_class, source_key
+),
+class_price as (
+    select storage_class, price_per_hour, currency
+    from (
+        select r.storage_class, c.price_per_hour, c.currency,
+               row_number() over (partition by r.storage_class order by c.specificity desc) as pick
+        from (select distinct storage_class from results) r
+        join cost_model c on c.scope = 'storage_class' and r.storage_class like c.like_pattern escape '\'
+    )
+    where pick = 1
+),
+cluster_price as (
+    select max(price_per_hour) as price_per_hour, any_value(currency) as currency
+    from cost_model where scope = 'cluster'
+),
+per_class as (
+    select
+        r.campaign, r.run, r.storage_class,
+        count(*) as n_results,
+        sum(epoch(r.ended_at - r.started_at)) as fio_seconds,
+        sum(r.cpu_seconds) as cpu_seconds,
+        min(r.started_at) as started_at,
+        max(r.ended_at) as ended_at,
+        any_value(p.price_per_hour) as class_price_per_hour,
+        any_value(p.currency) as currency
+    from results r
+    left join class_price p using (storage_class)
+    group by r.campaign, r.run, r.storage_class
+)
+select
+    pc.campaign, pc.run,
+    count(*) as n_storage_classes,
+    sum(pc.n_results) as n_results,
+    min(pc.started_at) as started_at,
+    max(pc.ended_at) as ended_at,
+    epoch(max(pc.ended_at) - min(pc.started_at)) as wall_seconds,
+    sum(pc.fio_seconds) as fio_seconds,
+    sum(pc.cpu_seconds) as cpu_seconds,
+    sum(pc.cpu_seconds) / nullif(sum(pc.n_results), 0) as cpu_seconds_per_result,
+    any_value(cp.price_per_hour) as cluster_price_per_hour,
+    epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour) as cluster_cost,
+    sum(pc.fio_seconds / 3600 * pc.class_price_per_hour) as storage_cost,
+    coalesce(epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour), 0)
+        + coalesce(sum(pc.fio_seconds / 3600 * pc.class_price_per_hour), 0) as total_cost,
+    coalesce(any_value(cp.currency), any_value(pc.currency)) as currency,
+    (any_value(cp.price_per_hour) is not null or bool_or(pc.class_price_per_hour is not null)) as has_cost_model
+from per_class pc
+cross join cluster_price cp
+group by pc.campaign, pc.run
+order by pc.campaign, min(pc.started_at), pc.run

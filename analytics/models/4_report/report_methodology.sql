@@ -1,0 +1,131 @@
+-- report_methodology: the methodology page, filled from the data (Papadopoulos et al. 2021:
+-- setup description, units, design, confidence, cost). Rows of (section, item, value), in order.
+with rr as (select * from result_rows),
+docs as (
+    select
+        identity.campaign as campaign,
+        provenance.notes['seed'] as seed,
+        provenance.notes['platform'] as platform,
+        workload.ramp_s as ramp_s,
+        workload.runtime_s as runtime_s,
+        workload.size_bytes as size_bytes
+    from raw_results
+),
+settings as (select name, value from stats_settings),
+cells as (
+    select campaign, storage_class, profile, workload, direction, count(*) as n,
+           count(distinct occasion) as occasions, count(distinct run) as runs
+    from rr group by all
+),
+reps as (
+    select campaign, run, occasion, storage_class, profile, workload, direction, count(*) as reps
+    from rr group by all
+),
+rows as (
+    -- setup
+    select campaign, 1 as section_order, 'setup' as section, 10 as item_order,
+           'storage class: ' || storage_class as item,
+           'provisioner ' || coalesce(string_agg(distinct provisioner, ', '), 'not recorded')
+             || '; filesystem ' || coalesce(string_agg(distinct filesystem, ', '), 'not recorded')
+             || '; nodes ' || coalesce(string_agg(distinct coalesce(node, host), ', '), 'not recorded') as value
+    from rr group by campaign, storage_class
+    union all
+    select campaign, 1, 'setup', 20, 'source of results',
+           string_agg(distinct source, ', ') from rr group by campaign
+    union all
+    select campaign, 1, 'setup', 21, 'platform (imported)', string_agg(distinct platform, ', ')
+    from docs where platform is not null group by campaign
+    union all
+    select campaign, 1, 'setup', 30, 'versions',
+           'pvbench ' || coalesce(string_agg(distinct pvbench_version, ', '), '?')
+             || '; fio ' || coalesce(string_agg(distinct fio_version, ', '), 'not recorded')
+             || '; kernel ' || coalesce(string_agg(distinct kernel, ', '), 'not recorded')
+             || '; Kubernetes ' || coalesce(string_agg(distinct kubernetes_version, ', '), 'not recorded')
+    from rr group by campaign
+    -- design
+    union all
+    select campaign, 2, 'design', 10, 'matrix',
+           printf('%d storage classes × %d workloads (%s) × %d occasions × %s repetitions',
+                  count(distinct storage_class), count(distinct profile || '/' || workload),
+                  string_agg(distinct profile, ', '), count(distinct run || '/' || occasion),
+                  (select case when min(reps) = max(reps) then min(reps)::varchar
+                               else min(reps) || '–' || max(reps) end from reps r where r.campaign = rr.campaign))
+    from rr group by campaign
+    union all
+    select campaign, 2, 'design', 20, 'values per cell (n)',
+           case when min(n) = max(n) then min(n)::varchar else min(n) || '–' || max(n) end
+             || ' (each storage class × workload × direction, pooled over runs and occasions)'
+    from cells group by campaign
+    union all
+    select campaign, 2, 'design', 30, 'occasions',
+           string_agg(distinct occasion || coalesce(' (' || strftime(started, '%a %Y-%m-%d %H:%M UTC') || ')', ''), '; ')
+    from (select campaign, occasion, min(started_at) as started from rr group by campaign, occasion)
+    group by campaign
+    union all
+    select campaign, 2, 'design', 40, 'cell order',
+           case when count(cell_order) = 0 then 'not recorded (imported results)'
+                else 'randomized interleaving of all storage classes within each repetition round (order recorded in every result)'
+           end
+             || coalesce('; seed ' || (select string_agg(distinct seed, ', ') from docs d where d.campaign = rr.campaign and seed is not null), '')
+    from rr group by campaign
+    union all
+    select campaign, 2, 'design', 50, 'timing',
+           coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %s MiB', ramp_s, runtime_s, size_bytes // 1048576), '; '),
+                    'not recorded')
+    from docs group by campaign
+    -- units
+    union all
+    select distinct campaign, 3, 'units', case metric when 'iops' then 1 when 'bw_mib_s' then 2 else 3 end,
+           metric,
+           unit || ', ' || better || ' is better'
+             || case when metric like 'lat_%' then ' (total latency, submission to completion)' else '' end
+    from measurements
+    -- confidence and tests
+    union all
+    select c.campaign, 4, 'confidence', k, item, value
+    from (select distinct campaign from rr) c,
+    (values
+        (10, 'summaries', 'mean ± sd; 95% confidence interval of the mean, mean ± t(0.975, n−1)·sd/√n; box plots of min, Q1, median, Q3, max'),
+        (20, 'comparisons', printf('difference and ratio of means with %.0f%% bootstrap CIs (%d resamples); Mann–Whitney U, Holm-corrected across the metrics of a comparison at α = %g; Cliff''s delta and Hodges–Lehmann shift; smallest meaningful change %.0f%%',
+                                   100 * (select value from settings where name = 'compare_confidence'),
+                                   (select value from settings where name = 'compare_n_boot')::integer,
+                                   (select value from settings where name = 'compare_alpha'),
+                                   100 * (select value from settings where name = 'compare_min_change'))),
+        (30, 'occasions', printf('one-way random-effects ANOVA over run × occasion; F test at α = %g',
+                                 (select value from settings where name = 'occasion_alpha'))),
+        (40, 'outliers', printf('|value − occasion median| > %g × 1.4826 × MAD of those residuals and ≥ %.0f%% of the median, cells of n ≥ %d',
+                                (select value from settings where name = 'outlier_mad_k'),
+                                100 * (select value from settings where name = 'outlier_min_rel_dev'),
+                                (select value from settings where name = 'outlier_min_n')::integer)),
+        (50, 'warm-up', printf('first repetition slower than the median of the others in ≥ %.0f%% of ≥ %d occasions, by a median ≥ %.0f%%',
+                               100 * (select value from settings where name = 'warmup_min_share'),
+                               (select value from settings where name = 'warmup_min_occasions')::integer,
+                               100 * (select value from settings where name = 'warmup_min_slowdown')))
+    ) as t(k, item, value)
+    -- declared limits
+    union all
+    select c.campaign, 5, 'limits', 10, l.pattern || ' · ' || l.direction || ' ' || l.metric,
+           l.declared || printf(' (= %,.1f %s; flagged above +%.0f%%)', l.limit_value,
+                                case when l.metric = 'iops' then 'IOPS' else 'MiB/s' end, 100 * l.tolerance)
+             || coalesce('; ' || l.note, '')
+    from (select distinct campaign from rr) c, storage_class_limits l
+    -- cost
+    union all
+    select campaign, 6, 'cost', 10, 'resources',
+           printf('runs %d, results %d; fio time %s s, fio CPU %s s (usr+sys)', count(*), sum(n_results),
+                  coalesce(printf('%,.0f', sum(fio_seconds)), 'not recorded'),
+                  coalesce(printf('%,.1f', sum(cpu_seconds)), 'not recorded'))
+    from report_cost group by campaign
+    union all
+    select campaign, 6, 'cost', 20, 'cost model',
+           case when bool_or(has_cost_model)
+                then printf('%s %,.2f in total (%s %,.2f per run on average): wall hours × cluster price + fio hours × storage class price',
+                            any_value(currency), sum(total_cost), any_value(currency), avg(total_cost))
+                else 'no prices declared (add cluster_price_per_hour / price_per_hour to the limits file)'
+           end
+    from report_cost group by campaign
+)
+select campaign, section, item, value, section_order, item_order
+from rows
+where value is not null
+order by campaign, section_order, item_order, item

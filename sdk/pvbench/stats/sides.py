@@ -1,0 +1,158 @@
+"""What is compared with what: two "sides" selected from stored results, matched metric by metric.
+
+A side is a selector over the ``measurements`` table: a campaign, optionally narrowed to one
+run, storage class, occasion or role label. ``"local-20240101-1200"`` alone means a run;
+``"campaign=thesis,storage_class=Portworx"`` spells the fields out. Labels match verbatim or
+by their store slug, so ``portworx`` finds ``Portworx``.
+
+Metrics are matched on profile × workload × direction × metric, and on the storage class too
+unless both sides name a (different) storage class — then the classes themselves are compared.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pvbench.stats.compare import Comparison, CompareSettings, compare_many
+from pvbench.store.layout import slug
+
+SIDE_FIELDS = ("campaign", "run", "storage_class", "occasion", "role")
+ALIASES = {"class": "storage_class", "sc": "storage_class", "storageclass": "storage_class"}
+MEASUREMENT_COLUMNS = ("campaign", "run", "occasion", "storage_class", "profile", "workload", "workload_title",
+                       "direction", "metric", "unit", "better", "is_headline", "role", "value")
+
+
+class SideError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Side:
+    campaign: str | None = None
+    run: str | None = None
+    storage_class: str | None = None
+    occasion: str | None = None
+    role: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, default_campaign: str | None = None) -> "Side":
+        text = text.strip()
+        if not text:
+            raise SideError("an empty selector selects nothing; give a run id or key=value pairs")
+        values: dict[str, str] = {}
+        if "=" not in text:
+            values["run"] = text
+        else:
+            for part in text.split(","):
+                if "=" not in part:
+                    raise SideError(f"{part!r} in {text!r} is not key=value (keys: {', '.join(SIDE_FIELDS)})")
+                key, value = (s.strip() for s in part.split("=", 1))
+                key = ALIASES.get(key.lower(), key.lower())
+                if key not in SIDE_FIELDS:
+                    raise SideError(f"unknown selector key {key!r} in {text!r}; known: {', '.join(SIDE_FIELDS)}")
+                values[key] = value
+        values.setdefault("campaign", default_campaign)  # type: ignore[arg-type]
+        if not values.get("campaign"):
+            raise SideError(f"selector {text!r} names no campaign; add campaign=… or pass --campaign")
+        return cls(**values)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={getattr(self, k)}" for k in SIDE_FIELDS if getattr(self, k))
+
+    def matches(self, row: dict) -> bool:
+        for name in ("storage_class", "occasion", "role", "run"):
+            want = getattr(self, name)
+            if want is not None and row[name] != want and slug(row[name] or "-") != slug(want):
+                return False
+        return True
+
+
+def load_measurements(store, side: Side, cache: dict | None = None) -> list[dict]:
+    """Rows of ``measurements`` selected by the side (built with DuckDB from the store)."""
+    from pvbench.analytics.runner import build_tables
+
+    cache = {} if cache is None else cache
+    key = (side.campaign, side.run)
+    if key not in cache:
+        con = build_tables(store, side.campaign, side.run, extras=False)
+        cursor = con.execute(f"select {', '.join(MEASUREMENT_COLUMNS)} from measurements")
+        cache[key] = [dict(zip(MEASUREMENT_COLUMNS, row)) for row in cursor.fetchall()]
+    return [row for row in cache[key] if side.matches(row)]
+
+
+def select_metrics(rows: list[dict], metrics: str) -> list[dict]:
+    """``headline`` (each workload's headline metric), ``all``, or a list: ``headline,lat_p99_us``."""
+    wanted = {m.strip() for m in metrics.split(",") if m.strip()}
+    if not wanted:
+        raise SideError("no metrics selected")
+    if "all" in wanted:
+        return rows
+    return [r for r in rows if r["metric"] in wanted or ("headline" in wanted and r["is_headline"])]
+
+
+def match_keys(baseline: Side, candidate: Side) -> tuple[str, ...]:
+    if (baseline.storage_class is None) != (candidate.storage_class is None):
+        raise SideError("name a storage class on both sides (to compare two classes) or on neither "
+                        "(to compare each class with itself)")
+    keys = ("profile", "workload", "direction", "metric")
+    if baseline.storage_class is None:
+        keys = ("storage_class",) + keys
+    return keys
+
+
+@dataclass
+class SideComparison:
+    baseline: Side
+    candidate: Side
+    comparisons: list[Comparison]
+    only_baseline: list[tuple] = field(default_factory=list)
+    only_candidate: list[tuple] = field(default_factory=list)
+    too_few: list[tuple] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.verdict == "worse"]
+
+
+def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
+    groups: dict[tuple, dict] = defaultdict(lambda: {"values": []})
+    for row in rows:
+        g = groups[tuple(row[k] for k in keys)]
+        g["values"].append(float(row["value"]))
+        g.update(better=row["better"], unit=row["unit"], workload_title=row["workload_title"],
+                 storage_class=row["storage_class"])
+    return groups
+
+
+def compare_groups(base_rows: list[dict], cand_rows: list[dict], keys: tuple[str, ...],
+                   settings: CompareSettings, baseline: Side, candidate: Side,
+                   min_n: int = 2) -> SideComparison:
+    base, cand = group_values(base_rows, keys), group_values(cand_rows, keys)
+    todo, too_few = [], []
+    for key in sorted(set(base) & set(cand), key=lambda k: tuple(str(x) for x in k)):
+        b, c = base[key], cand[key]
+        if len(b["values"]) < min_n or len(c["values"]) < min_n:
+            too_few.append(key)
+            continue
+        label = dict(zip(keys, key))
+        label.update(unit=b["unit"], workload_title=b["workload_title"],
+                     baseline_storage_class=b["storage_class"], candidate_storage_class=c["storage_class"])
+        todo.append((label, b["better"], b["values"], c["values"]))
+    comps = compare_many(todo, settings) if todo else []
+    return SideComparison(baseline, candidate, comps,
+                          only_baseline=sorted(set(base) - set(cand), key=str),
+                          only_candidate=sorted(set(cand) - set(base), key=str), too_few=too_few)
+
+
+def compare_sides(store, baseline: Side, candidate: Side, metrics: str = "headline",
+                  settings: CompareSettings = CompareSettings()) -> SideComparison:
+    keys = match_keys(baseline, candidate)
+    cache: dict = {}
+    base_rows = select_metrics(load_measurements(store, baseline, cache), metrics)
+    cand_rows = select_metrics(load_measurements(store, candidate, cache), metrics)
+    if not base_rows:
+        raise SideError(f"baseline ({baseline.describe()}) selects no measurements")
+    if not cand_rows:
+        raise SideError(f"candidate ({candidate.describe()}) selects no measurements")
+    return compare_groups(base_rows, cand_rows, keys, settings, baseline, candidate)

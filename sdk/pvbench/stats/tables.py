@@ -1,0 +1,145 @@
+"""report_comparisons: the verdict table of the report, computed in Python over ``measurements``.
+
+Three kinds of comparison, each a family of its own for Holm's correction:
+
+* ``storage_class`` — every pair of storage classes of a campaign, workload by workload
+  (headline metrics, all runs and occasions pooled, as the summaries pool them);
+  the candidate is the class later in alphabetical order;
+* ``role`` — per storage class, results labelled role=candidate against role=baseline
+  (e.g. before/after an upgrade that Argo Events triggered);
+* ``run`` — per storage class, a campaign's latest run against the run before it
+  (ordered by when they started): "did the last run get slower?".
+
+Settings (alpha, smallest meaningful change, bootstrap size) come from the stats_settings seed,
+so the report and ``pvbench compare`` judge alike.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import combinations
+
+from pvbench.stats.compare import CompareSettings, describe
+from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups
+
+COLUMNS = [
+    ("kind", "varchar"), ("campaign", "varchar"), ("baseline", "varchar"), ("candidate", "varchar"),
+    ("storage_class", "varchar"), ("baseline_storage_class", "varchar"), ("candidate_storage_class", "varchar"),
+    ("profile", "varchar"), ("workload", "varchar"), ("workload_title", "varchar"),
+    ("direction", "varchar"), ("metric", "varchar"), ("unit", "varchar"), ("better", "varchar"),
+    ("n_baseline", "integer"), ("n_candidate", "integer"),
+    ("mean_baseline", "double"), ("mean_candidate", "double"), ("sd_baseline", "double"), ("sd_candidate", "double"),
+    ("median_baseline", "double"), ("median_candidate", "double"),
+    ("diff", "double"), ("diff_ci_low", "double"), ("diff_ci_high", "double"),
+    ("ratio", "double"), ("ratio_ci_low", "double"), ("ratio_ci_high", "double"),
+    ("change", "double"), ("change_ci_low", "double"), ("change_ci_high", "double"),
+    ("p_value", "double"), ("p_holm", "double"), ("cliffs_delta", "double"), ("hl_shift", "double"),
+    ("significant", "boolean"), ("meaningful", "boolean"), ("equivalent", "boolean"),
+    ("verdict", "varchar"), ("alpha", "double"), ("min_change", "double"), ("summary", "varchar"),
+]
+
+
+def settings_from(con) -> CompareSettings:
+    """CompareSettings from the stats_settings seed (defaults where a name is missing)."""
+    try:
+        values = dict(con.execute("select name, value from stats_settings").fetchall())
+    except Exception:
+        values = {}
+    d = CompareSettings()
+    return CompareSettings(
+        alpha=float(values.get("compare_alpha", d.alpha)),
+        min_change=float(values.get("compare_min_change", d.min_change)),
+        confidence=float(values.get("compare_confidence", d.confidence)),
+        n_boot=int(values.get("compare_n_boot", d.n_boot)),
+    )
+
+
+def _rows(con) -> list[dict]:
+    cols = ", ".join(MEASUREMENT_COLUMNS)
+    cursor = con.execute(f"select {cols}, epoch(started_at) from measurements where is_headline")
+    return [dict(zip(MEASUREMENT_COLUMNS + ("started_at",), r)) for r in cursor.fetchall()]
+
+
+def comparison_families(rows: list[dict]):
+    """Yield (kind, campaign, baseline label, candidate label, storage class or None, base rows, cand rows)."""
+    by_campaign: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_campaign[row["campaign"]].append(row)
+    for campaign, crows in sorted(by_campaign.items()):
+        by_class: dict[str, list[dict]] = defaultdict(list)
+        for row in crows:
+            by_class[row["storage_class"]].append(row)
+        for a, b in combinations(sorted(by_class), 2):
+            yield "storage_class", campaign, a, b, None, by_class[a], by_class[b]
+        for sc, srows in sorted(by_class.items()):
+            roles = defaultdict(list)
+            for row in srows:
+                roles[row["role"]].append(row)
+            if roles.get("baseline") and roles.get("candidate"):
+                yield "role", campaign, "role=baseline", "role=candidate", sc, roles["baseline"], roles["candidate"]
+            runs: dict[str, list[dict]] = defaultdict(list)
+            for row in srows:
+                runs[row["run"]].append(row)
+            if len(runs) >= 2:
+                def started(run: str) -> tuple:
+                    times = [r["started_at"] for r in runs[run] if r["started_at"] is not None]
+                    return (min(times) if times else None) is None, min(times) if times else None, run
+                ordered = sorted(runs, key=started)
+                prev, last = ordered[-2], ordered[-1]
+                yield "run", campaign, f"run={prev}", f"run={last}", sc, runs[prev], runs[last]
+
+
+def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[dict]:
+    out = []
+    keys = ("profile", "workload", "direction", "metric")
+    for kind, campaign, base_label, cand_label, sc, base_rows, cand_rows in comparison_families(rows):
+        result = compare_groups(base_rows, cand_rows, keys, settings, Side(campaign), Side(campaign))
+        for comp in result.comparisons:
+            row = comp.as_row()
+            row.update(kind=kind, campaign=campaign, baseline=base_label, candidate=cand_label, storage_class=sc,
+                       alpha=settings.alpha, min_change=settings.min_change, summary=describe(comp))
+            out.append(row)
+    return out
+
+
+def build_report_comparisons(con, settings: CompareSettings | None = None) -> int:
+    settings = settings or settings_from(con)
+    con.execute("create or replace table report_comparisons ("
+                + ", ".join(f'"{name}" {typ}' for name, typ in COLUMNS) + ")")
+    rows = report_comparison_rows(_rows(con), settings)
+    if rows:
+        names = [name for name, _ in COLUMNS]
+        con.executemany(
+            f"insert into report_comparisons values ({', '.join('?' for _ in names)})",
+            [[_clean(row.get(name)) for name in names] for row in rows],
+        )
+    return len(rows)
+
+
+def _clean(value):
+    if isinstance(value, float) and value != value:  # NaN → NULL
+        return None
+    if hasattr(value, "item"):  # numpy scalar
+        return value.item()
+    return value
+
+
+def default_settings() -> CompareSettings:
+    """CompareSettings from analytics/seeds/stats_settings.csv, without building any tables."""
+    import csv
+
+    from pvbench.analytics.runner import analytics_dir
+
+    path = analytics_dir() / "seeds" / "stats_settings.csv"
+    try:
+        with path.open(newline="") as handle:
+            values = {row["name"]: float(row["value"]) for row in csv.DictReader(handle)}
+    except OSError:
+        return CompareSettings()
+    d = CompareSettings()
+    return CompareSettings(
+        alpha=values.get("compare_alpha", d.alpha),
+        min_change=values.get("compare_min_change", d.min_change),
+        confidence=values.get("compare_confidence", d.confidence),
+        n_boot=int(values.get("compare_n_boot", d.n_boot)),
+    )
