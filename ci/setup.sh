@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Everything pvbench needs on a fresh Debian machine, idempotent (fast when already done):
+# Debian packages, the Python environment, MinIO, helm/kubeconform, the Evidence project.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+need_apt=()
+command -v fio >/dev/null || need_apt+=(fio)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v node >/dev/null || need_apt+=(nodejs npm)
+command -v go >/dev/null || need_apt+=(golang-go)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/pvbench ] || [ sdk/pyproject.toml -nt .venv/.installed ]; then
+  log "python: .venv with pvbench and its pinned dependencies"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e "sdk[argo,test]"
+  touch .venv/.installed
+fi
+
+log "minio";  bash ci/install-minio.sh
+if [ -f ci/install-tools.sh ]; then log "helm, kubeconform"; bash ci/install-tools.sh; fi
+if [ -f ci/install-report.sh ]; then log "evidence report"; bash ci/install-report.sh; fi
+log "setup done"
