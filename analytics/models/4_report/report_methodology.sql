@@ -70,7 +70,7 @@ rows as (
     from rr group by campaign
     union all
     select campaign, 2, 'design', 50, 'timing',
-           coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %s MiB', ramp_s, runtime_s, size_bytes // 1048576), '; '),
+           coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576), '; '),
                     'not recorded')
     from docs group by campaign
     -- units

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pvbench.cells.cell import check_label, check_storage_class_name
+from pvbench.stats.adaptive import AdaptiveSettings
 
 
 class ConfigError(ValueError):
@@ -29,6 +30,15 @@ class LocalConfig(BaseModel):
     runtime: str | None = None
     size: str | None = None
     spool: Path = Field(default=Path("./pvbench-spool"), description="Where results wait if the store is down")
+    adaptive: AdaptiveSettings | None = Field(
+        default=None, description="Repeat each cell until the 95% CI half-width of its mean is below the target "
+        "(or max_repetitions); starts with min_repetitions, which then replaces 'repetitions'")
+
+    @model_validator(mode="after")
+    def _adaptive_start(self) -> "LocalConfig":
+        if self.adaptive is not None:
+            self.repetitions = self.adaptive.min_repetitions
+        return self
 
     @field_validator("storage_classes")
     @classmethod

@@ -22,6 +22,7 @@ from pvbench.cells.run import CellPlan, TimingOverrides, plan_cell, run_cell
 from pvbench.fio.runner import FioError
 from pvbench.fio.target import remove_fio_files
 from pvbench.local.config import LocalConfig
+from pvbench.stats.adaptive import plan_stream
 from pvbench.store import open_store
 
 
@@ -80,7 +81,14 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("cells", total=len(plans), last="")
-            for plan in plans:
+            observed: list = []  # (plan, result) of every cell that ran; adaptive rounds read it
+
+            def more_rounds(more: list, round_no: int) -> None:
+                progress.update(task, total=progress.tasks[0].total + len(more))
+                progress.console.print(f"adaptive round {round_no}: {len(more)} cell(s) not yet within "
+                                       f"±{100 * config.adaptive.target_half_width:g}% (95% CI of the mean)")
+
+            for plan in plan_stream(config, plans, observed, more_rounds):
                 progress.update(task, description=plan.cell.describe())
                 t0 = time.monotonic()
                 try:
@@ -92,6 +100,7 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
                     continue
                 finally:
                     report.fio_seconds += plan.timing.ramp_s + plan.timing.runtime_s
+                observed.append((plan, doc))
                 outcome = publish(doc, raw, store, config.spool)
                 if outcome.stored:
                     report.stored.append(outcome.key)

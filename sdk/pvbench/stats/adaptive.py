@@ -1,0 +1,149 @@
+"""Adaptive repetitions: repeat a cell until its mean is known precisely enough, or a cap is hit.
+
+The rule, per cell (storage class × workload, each headline metric and direction):
+
+    keep repeating while  n < min_repetitions
+                     or  (t(0.975, n−1) · s / √n) / |mean| > target_half_width   and n < max_repetitions
+
+i.e. stop when the 95% confidence interval of the mean is within ± target (5% by default) of
+the mean. A quiet cell stops after ``min_repetitions``; a noisy one gets more runs, up to the cap.
+``ci/adaptive_resample.py`` checks the rule against the thesis's raw runs (docs/statistics.md).
+
+Used by local mode (``adaptive:`` in the config: extra rounds of the imprecise cells only) and by
+``pvbench stats ci-check`` (what an Argo loop asks between rounds).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class AdaptiveSettings(BaseModel):
+    """``adaptive:`` of a local-mode config, and the options of ``pvbench stats ci-check``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_half_width: float = Field(default=0.05, gt=0, lt=1,
+                                     description="Stop when the CI half-width is below this share of the mean")
+    min_repetitions: int = Field(default=3, ge=2, description="Always run at least this many")
+    max_repetitions: int = Field(default=20, ge=2, description="Never run more than this many")
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _order(self) -> "AdaptiveSettings":
+        if self.max_repetitions < self.min_repetitions:
+            raise ValueError(f"max_repetitions ({self.max_repetitions}) is below min_repetitions "
+                             f"({self.min_repetitions})")
+        return self
+
+
+def relative_half_width(values: list[float], confidence: float = 0.95) -> float:
+    """Half-width of the t confidence interval of the mean, as a share of |mean| (inf if unknown)."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        return math.inf
+    mean = sum(values) / n
+    if mean == 0:
+        return math.inf
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    t = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+    return t * sd / math.sqrt(n) / abs(mean)
+
+
+def needs_more(values: list[float], settings: AdaptiveSettings) -> bool:
+    n = len(values)
+    if n >= settings.max_repetitions:
+        return False
+    if n < settings.min_repetitions:
+        return True
+    return relative_half_width(values, settings.confidence) > settings.target_half_width
+
+
+@dataclass
+class Precision:
+    """One cell × direction × metric: how precise its mean is now."""
+
+    cell: tuple
+    direction: str
+    metric: str
+    n: int
+    mean: float
+    half_width: float
+    needs_more: bool
+
+
+def assess(rows: Iterable[tuple[tuple, str, str, float]], settings: AdaptiveSettings) -> list[Precision]:
+    """rows: (cell key, direction, metric, value). One Precision per cell × direction × metric."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for cell, direction, metric, value in rows:
+        groups[(cell, direction, metric)].append(float(value))
+    out = []
+    for (cell, direction, metric), values in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        out.append(Precision(cell, direction, metric, len(values), sum(values) / len(values),
+                             relative_half_width(values, settings.confidence), needs_more(values, settings)))
+    return out
+
+
+# ------------------------------------------------------------------ local mode
+def _headline_values(doc) -> Iterator[tuple[str, str, float]]:
+    metric = doc.workload.headline_metric or "iops"
+    for m in doc.metrics:
+        value = getattr(m, metric, None)
+        if value is not None:
+            yield m.direction, metric, value
+
+
+def plan_stream(config, plans: list, observed: list, on_round: Callable[[list, int], None] | None = None,
+                overrides=None) -> Iterator:
+    """The plans of a local run, then — with ``config.adaptive`` — more rounds until precise.
+
+    ``observed`` is filled by the caller with (plan, ResultDocument) of every successful cell;
+    after the planned cells are done, each round adds one repetition of every cell (per occasion)
+    whose headline metrics are not yet precise enough, in a seeded random order. Failed cells
+    count towards the cap; a cell that never succeeded is not retried.
+    """
+    from pvbench.cells.run import TimingOverrides, plan_cell
+
+    yield from plans
+    settings: AdaptiveSettings | None = getattr(config, "adaptive", None)
+    if settings is None or not plans:
+        return
+    overrides = overrides or TimingOverrides(config.ramp, config.runtime, config.size)
+    planned: dict[tuple, list] = defaultdict(list)
+    for plan in plans:
+        planned[_cell_key(plan.cell)].append(plan)
+    next_order = max(p.cell.order for p in plans) + 1
+    rounds = 0
+    while True:
+        rows = [(_cell_key(plan.cell), d, m, v) for plan, doc in observed for d, m, v in _headline_values(doc)]
+        imprecise = {p.cell for p in assess(rows, settings) if p.needs_more}
+        # a cell with no successful result at all is not retried (its failure is reported)
+        todo = [key for key in planned if key in imprecise and len(planned[key]) < settings.max_repetitions]
+        if not todo:
+            return
+        rounds += 1
+        random.Random(config.seed * 1000 + rounds).shuffle(todo)
+        more = []
+        for key in todo:
+            last = planned[key][-1]
+            cell = last.cell.model_copy(update={"rep": max(p.cell.rep for p in planned[key]) + 1,
+                                                "order": next_order})
+            next_order += 1
+            plan = plan_cell(cell, last.target, overrides)
+            planned[key].append(plan)
+            more.append(plan)
+        if on_round:
+            on_round(more, rounds)
+        yield from more
+
+
+def _cell_key(cell) -> tuple:
+    return (cell.occasion, cell.storage_class, cell.profile, cell.workload)
