@@ -1,0 +1,137 @@
+"""Comparisons give known answers on synthetic data: false-positive rate, power, direction, Holm."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pvbench.stats.compare import (
+    BETTER, SAME, WORSE, CompareSettings, cliffs_delta, compare_many, compare_samples, decide, hodges_lehmann, holm,
+    mann_whitney_p,
+)
+
+TRIALS = 1000
+ALPHA = 0.05
+
+
+def _slack(p: float, n: int) -> float:
+    """Three binomial standard errors: a rate above p + slack is not bad luck."""
+    return 3 * math.sqrt(p * (1 - p) / n)
+
+
+def _verdicts(rng, trials, n, shift, cv, better="higher", metrics=1, settings=CompareSettings()):
+    """Per trial: the verdicts of one family of `metrics` comparisons, candidate = baseline × (1 + shift)."""
+    out = []
+    for _ in range(trials):
+        groups = []
+        for m in range(metrics):
+            base = rng.normal(1000.0, 1000.0 * cv, n)
+            cand = rng.normal(1000.0 * (1 + shift), 1000.0 * cv, n)
+            groups.append(({"metric": m}, better, base, cand))
+        out.append([c.verdict for c in compare_many(groups, settings)])
+    return out
+
+
+def test_identical_distributions_false_positive_rate_at_most_alpha():
+    """The test alone (no minimum change): a verdict other than 'no difference' at most α of the time."""
+    rng = np.random.default_rng(1)
+    settings = CompareSettings(alpha=ALPHA, min_change=0.0, n_boot=200)
+    runs = _verdicts(rng, TRIALS, n=10, shift=0.0, cv=0.05, settings=settings)
+    rate = sum(v[0] != SAME for v in runs) / TRIALS
+    assert rate <= ALPHA + _slack(ALPHA, TRIALS), rate
+    assert rate > 0.01, f"{rate}: the test never fires, something is degenerate"
+
+
+def test_identical_distributions_holm_keeps_family_wise_rate():
+    """Five metrics per comparison: the chance of ANY false verdict stays at or below α (Holm)."""
+    rng = np.random.default_rng(2)
+    settings = CompareSettings(alpha=ALPHA, min_change=0.0, n_boot=200)
+    runs = _verdicts(rng, 400, n=10, shift=0.0, cv=0.05, metrics=5, settings=settings)
+    family_rate = sum(any(v != SAME for v in family) for family in runs) / len(runs)
+    assert family_rate <= ALPHA + _slack(ALPHA, len(runs)), family_rate
+
+
+def test_identical_distributions_with_default_settings_and_five_reps():
+    """Defaults (5% smallest meaningful change), 5 reps a side, 5% noise: still at most α."""
+    rng = np.random.default_rng(3)
+    runs = _verdicts(rng, TRIALS, n=5, shift=0.0, cv=0.05, settings=CompareSettings(n_boot=200))
+    rate = sum(v[0] != SAME for v in runs) / TRIALS
+    assert rate <= ALPHA + _slack(ALPHA, TRIALS), rate
+
+
+@pytest.mark.parametrize("better, shift, expected", [
+    ("higher", -0.10, WORSE),   # IOPS down 10 %
+    ("higher", +0.10, BETTER),  # IOPS up 10 %
+    ("lower", +0.10, WORSE),    # latency up 10 %
+    ("lower", -0.10, BETTER),   # latency down 10 %
+])
+def test_ten_percent_shift_with_low_noise_is_detected_in_the_right_direction(better, shift, expected):
+    rng = np.random.default_rng(4)
+    runs = _verdicts(rng, 200, n=5, shift=shift, cv=0.02, better=better, settings=CompareSettings(n_boot=500))
+    assert all(v[0] == expected for v in runs), sum(v[0] == expected for v in runs)
+
+
+def test_significant_but_small_change_is_no_meaningful_difference():
+    rng = np.random.default_rng(5)
+    base = rng.normal(1000, 2, 20)
+    cand = rng.normal(1020, 2, 20)  # +2 %: clear statistically, below the 5 % that matters
+    [comp] = compare_many([({}, "higher", base, cand)], CompareSettings(min_change=0.05))
+    assert comp.significant and not comp.meaningful
+    assert comp.verdict == SAME
+    assert comp.equivalent  # the whole CI of the change lies within ±5 %
+
+
+def test_confidence_intervals_cover_the_true_change():
+    rng = np.random.default_rng(6)
+    base = rng.normal(100, 5, 30)
+    cand = rng.normal(120, 5, 30)
+    comp = compare_samples(base, cand, "higher", CompareSettings(n_boot=2000))
+    assert comp.diff_ci_low < 20 < comp.diff_ci_high
+    assert comp.ratio_ci_low < 1.2 < comp.ratio_ci_high
+    assert comp.diff_ci_low < comp.diff < comp.diff_ci_high
+    assert comp.hl_shift == pytest.approx(20, abs=4)
+
+
+def test_same_input_same_intervals():
+    base, cand = [10, 11, 12, 13, 12], [14, 15, 13, 16, 15]
+    a = compare_many([({}, "higher", base, cand)])
+    b = compare_many([({}, "higher", base, cand)])
+    assert (a[0].diff_ci_low, a[0].ratio_ci_high) == (b[0].diff_ci_low, b[0].ratio_ci_high)
+
+
+def test_holm_known_values():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5]) == [0.5]
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 2 × 0.8 capped at 1; monotone
+
+
+def test_effect_sizes_known_values():
+    b, c = np.array([1.0, 2, 3]), np.array([4.0, 5, 6])
+    assert cliffs_delta(b, c) == 1.0
+    assert cliffs_delta(c, b) == -1.0
+    assert cliffs_delta(b, b) == 0.0
+    assert hodges_lehmann(b, c) == 3.0
+
+
+def test_mann_whitney_small_tied_samples_use_exact_permutations():
+    # complete separation of 5 vs 5: 2 of the 252 splits are as extreme → p = 2/252
+    p = mann_whitney_p(np.array([1.0, 1, 2, 2, 2]), np.array([3.0, 3, 3, 4, 4]))
+    assert p == pytest.approx(2 / 252)
+    assert mann_whitney_p(np.array([5.0, 5, 5]), np.array([5.0, 5, 5])) == 1.0
+
+
+def test_zero_baseline_has_no_ratio_but_a_verdict():
+    [comp] = compare_many([({}, "lower", [0.0, 0.0, 0.0, 0.0, 0.0], [9.0, 9.5, 10.0, 9.7, 9.9])],
+                          CompareSettings(n_boot=200))
+    assert math.isnan(comp.ratio)
+    assert comp.verdict == WORSE  # latency rose from zero: significant, and any rise from zero is meaningful
+
+
+def test_invalid_input_is_refused():
+    with pytest.raises(ValueError):
+        compare_samples([1.0], [2.0, 3.0])
+    with pytest.raises(ValueError):
+        compare_samples([1.0, 2.0], [2.0, 3.0], better="up")
+    with pytest.raises(ValueError):
+        CompareSettings(alpha=1.5)
+    assert decide([]) == []

@@ -1,0 +1,161 @@
+"""The statistics tables the report reads: occasions, comparisons, methodology, cost."""
+
+import subprocess
+import sys
+from datetime import timedelta
+
+import duckdb
+import numpy as np
+import pytest
+
+from conftest import THESIS_CSV
+from pvbench.analytics import aggregate, build_tables
+from pvbench.stats.occasions import split_variance
+from pvbench.store import open_store
+from stats_helpers import T0, doc, write
+
+PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+
+
+@pytest.fixture(scope="module")
+def thesis(tmp_path_factory):
+    store = tmp_path_factory.mktemp("thesis")
+    proc = subprocess.run(PVBENCH + ["import", "thesis-csv", str(THESIS_CSV), "--store", str(store)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return build_tables(open_store(store), "thesis")
+
+
+def test_occasion_split_sql_matches_the_python_reference(thesis):
+    for sc, wl in (("Rook-Ceph", "Sequential read"), ("Azure Disk Storage", "Random read IOPS"),
+                   ("Portworx", "Random read IOPS")):
+        groups: dict[str, list[float]] = {}
+        for occ, value in thesis.execute("select occasion, value from measurements where storage_class = ? "
+                                         "and workload = ?", [sc, wl]).fetchall():
+            groups.setdefault(occ, []).append(value)
+        ref = split_variance(groups)
+        row = thesis.execute("""select n_occasions, n, var_between, var_within, share_between, f_stat, p_value
+                                from occasion_components where storage_class = ? and workload = ?""",
+                             [sc, wl]).fetchone()
+        assert row[:2] == (4, 20)
+        assert row[2:] == pytest.approx((ref.var_between, ref.var_within, ref.share_between, ref.f_stat,
+                                         ref.p_value), rel=1e-9, abs=1e-12)
+    # Rook-Ceph's sequential reads: occasion 3 ran at ~380 MiB/s, the others at ~225 — nearly all occasion
+    share, finding, unit, n = thesis.execute("""select share_between, finding, unit, n from report_occasions
+        where storage_class = 'Rook-Ceph' and workload = 'Sequential read'""").fetchone()
+    assert share > 0.95 and finding == "mostly occasions" and unit == "MiB/s" and n == 20
+
+
+def test_occasion_split_known_answer():
+    # balanced: occasion means 10 and 20, within sd 1 → MS_b = 5·50 = 250, MS_w = 1
+    ref = split_variance([[9, 10, 11, 10, 10], [19, 20, 21, 20, 20]])
+    assert ref.var_within == pytest.approx(0.5)
+    assert ref.var_between == pytest.approx((250 - 0.5) / 5)
+    assert ref.share_between > 0.99 and ref.p_value < 1e-6
+    with pytest.raises(ValueError):
+        split_variance([[1.0, 2.0]])
+
+
+def test_occasion_boxplot_has_five_numbers_per_occasion(thesis):
+    rows = thesis.execute("""select occasion, n, min, q1, median, q3, max, weekday from report_occasion_boxplot
+        where storage_class = 'Portworx' and workload = 'Random read IOPS' order by occasion""").fetchall()
+    assert [r[0] for r in rows] == ["1", "2", "3", "4"] and all(r[1] == 5 for r in rows)
+    assert all(r[2] <= r[3] <= r[4] <= r[5] <= r[6] for r in rows)
+    assert rows[0][7] == "Friday" and rows[3][7] == "Sunday"  # the thesis's 21–23 April 2023
+
+
+def test_report_comparisons_pairs_every_storage_class(thesis):
+    rows = thesis.execute("""select baseline, candidate, workload, verdict, n_baseline, n_candidate, unit
+        from report_comparisons where kind = 'storage_class'""").fetchall()
+    assert len(rows) == 6 * 10  # 4 classes → 6 pairs, 10 headline metrics each
+    verdicts = {(b, c, w): v for b, c, w, v, *_ in rows}
+    assert verdicts[("OpenEBS", "Portworx", "Random read IOPS")] == "better"  # candidate = later in the alphabet
+    assert verdicts[("Azure Disk Storage", "OpenEBS", "Sequential read")] == "worse"
+    row = thesis.execute("""select verdict, change, p_holm, change_ci_low, change_ci_high from report_comparisons
+        where baseline = 'Azure Disk Storage' and candidate = 'Portworx' and workload = 'Read latency'""").fetchone()
+    assert row[0] == "better" and row[1] < -0.7 and row[2] < 0.001 and row[3] < row[1] < row[4]
+    assert all(r[4] == 20 and r[5] == 20 and r[6] for r in rows)
+
+
+def _upgrade_store(tmp_path, slowdown: float):
+    """Two runs of two classes; 'fast' loses `slowdown` in the second run (labelled role=candidate)."""
+    rng = np.random.default_rng(11)
+    docs = []
+    for run, role, day in (("before", "baseline", 0), ("after", "candidate", 1)):
+        for sc, level in (("fast", 1000.0), ("slow", 500.0)):
+            factor = 1 - slowdown if (run == "after" and sc == "fast") else 1.0
+            for rep in range(1, 7):
+                for wl, metric, base in (("randread-iops", "iops", level), ("randread-lat", "lat_mean_us", 1e6 / level)):
+                    value = base * (factor if metric == "iops" else 1 / factor) * rng.normal(1, 0.01)
+                    docs.append(doc(run=run, role=role, storage_class=sc, workload=wl, metric=metric, rep=rep,
+                                    value=value, started=T0 + timedelta(days=day, minutes=rep), cpu=1.5,
+                                    provisioner="local.csi", order=rep))
+    write(tmp_path, docs)
+
+
+def test_report_comparisons_find_the_upgrade_regression_by_role_and_by_run(tmp_path):
+    _upgrade_store(tmp_path, 0.2)
+    con = build_tables(open_store(str(tmp_path)), "syn")
+    got = {(k, sc, wl): v for k, sc, wl, v in con.execute(
+        "select kind, storage_class, workload, verdict from report_comparisons where kind in ('role', 'run')").fetchall()}
+    for kind in ("role", "run"):
+        assert got[(kind, "fast", "randread-iops")] == "worse"
+        assert got[(kind, "fast", "randread-lat")] == "worse"  # latency up: worse, not better
+        assert got[(kind, "slow", "randread-iops")] == "no meaningful difference"
+    base, cand = con.execute("select baseline, candidate from report_comparisons where kind = 'run' limit 1").fetchone()
+    assert (base, cand) == ("run=before", "run=after")  # ordered by when the runs started
+
+
+def test_compare_cli_gates_on_the_regression(tmp_path):
+    _upgrade_store(tmp_path, 0.2)
+    proc = subprocess.run(PVBENCH + ["compare", "before", "after", "--store", str(tmp_path), "--campaign", "syn",
+                                     "--json"], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "regression" in proc.stderr
+    import json
+
+    rows = {(r["storage_class"], r["workload"]): r for r in json.loads(proc.stdout)}
+    assert rows[("fast", "randread-iops")]["verdict"] == "worse"
+    assert rows[("fast", "randread-iops")]["change"] == pytest.approx(-0.2, abs=0.02)
+    assert rows[("slow", "randread-iops")]["verdict"] == "no meaningful difference"
+    # the same by role labels; --fail-on never reports without failing
+    proc = subprocess.run(PVBENCH + ["compare", "role=baseline", "role=candidate", "--store", str(tmp_path),
+                                     "--campaign", "syn", "--fail-on", "never", "--out", str(tmp_path / "c.parquet")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert duckdb.sql(f"select count(*) from '{tmp_path / 'c.parquet'}' where verdict = 'worse'").fetchone()[0] == 2
+    # a class against another: both sides name one
+    proc = subprocess.run(PVBENCH + ["compare", "storage_class=fast", "storage_class=slow", "--store", str(tmp_path),
+                                     "--campaign", "syn"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "worse" in proc.stdout
+    proc = subprocess.run(PVBENCH + ["compare", "storage_class=fast", "after", "--store", str(tmp_path),
+                                     "--campaign", "syn"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "on both sides" in proc.stderr
+
+
+def test_methodology_and_cost_from_the_data(tmp_path):
+    _upgrade_store(tmp_path, 0.0)
+    limits = tmp_path / "limits.yaml"
+    limits.write_text("currency: EUR\ncluster_price_per_hour: 3.6\nstorage_classes:\n  fast: {price_per_hour: 0.36}\n")
+    out = tmp_path / "parquet"
+    aggregate(open_store(str(tmp_path)), "syn", out=out, limits=limits)
+    for table in ("report_methodology", "report_cost", "report_comparisons", "report_anomalies", "report_occasions",
+                  "report_occasion_boxplot"):
+        assert (out / f"{table}.parquet").is_file(), table
+    cost = duckdb.sql(f"""select run, n_results, fio_seconds, cpu_seconds, cluster_cost, storage_cost, currency
+                          from '{out / 'report_cost.parquet'}' order by run""").fetchall()
+    # each run: 2 classes × 2 workloads × 6 reps = 24 results of 10 s; 'fast' holds half of them
+    assert cost[0][:4] == ("after", 24, pytest.approx(240), pytest.approx(36))
+    wall_hours = (5 * 60 + 10) / 3600  # rep 1 starts at minute 1, rep 6 ends at minute 6 + 10 s
+    assert cost[0][4] == pytest.approx(wall_hours * 3.6)
+    assert cost[0][5] == pytest.approx(120 / 3600 * 0.36)
+    assert cost[0][6] == "EUR"
+    rows = duckdb.sql(f"select section, item, value from '{out / 'report_methodology.parquet'}'").fetchall()
+    sections = {s for s, _, _ in rows}
+    assert {"setup", "design", "units", "confidence", "cost"} <= sections
+    text = "\n".join(f"{s} {i} {v}" for s, i, v in rows)
+    assert "provisioner local.csi" in text and "fio-3.33" in text
+    assert "2 storage classes × 2 workloads (dbench) × 2 occasions × 6 repetitions" in text
+    assert "randomized interleaving" in text
+    assert "EUR" in text and "cost model" in text
+    assert "µs, lower is better" in text
