@@ -18,13 +18,18 @@ tools=${PVBENCH_TOOLS:-$repo/.tools}
 bin=$tools/bin
 mkdir -p "$bin"
 
+# Prefer the machine's Go toolchain in /usr/local/go over an older distribution package.
+if [ -x /usr/local/go/bin/go ]; then export PATH=/usr/local/go/bin:$PATH; fi
 if ! command -v go >/dev/null 2>&1; then
-  if [ -x /usr/local/go/bin/go ]; then
-    export PATH=/usr/local/go/bin:$PATH
-  else
-    echo "install-tools: go is not installed (needed to build helm and kubeconform)" >&2
-    exit 1
-  fi
+  echo "install-tools: go is not installed (needed to build helm and kubeconform)" >&2
+  exit 1
+fi
+# helm v3.22 needs Go >= 1.24; Go >= 1.21 fetches that toolchain itself through the module
+# proxy (GOTOOLCHAIN=auto, the default), older ones cannot.
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+if [ "${go_minor:-0}" -lt 21 ]; then
+  echo "install-tools: $(go env GOVERSION) is too old; Go >= 1.21 is needed (helm $HELM_VERSION builds with >= 1.24)" >&2
+  exit 1
 fi
 
 # A stamp file per tool records the version that was built; the binary's own
