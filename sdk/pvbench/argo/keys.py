@@ -36,7 +36,4 @@ def run_analytics_prefix(campaign: str, run: str) -> str:
 
 def run_report_prefix(campaign: str, run: str) -> str:
     """Where the run's report site goes: beside its tables, under ``report/``."""
-    return f"{run_analytics_prefix(campaign, run)}/{REPORT_DIR}"
-
-
-REPORT_DIR = "report"
+    return placeholder_key(layout.report_prefix, campaign=campaign, run=run)

@@ -241,6 +241,13 @@ def _register() -> None:
     _mount_optional("pvbench.report.cli", "report", "Build and serve the Evidence report.")
     _mount_optional("pvbench.stats.cli", "stats", "Statistics over stored results.")
     _mount_optional("pvbench.argo.cli", "argo", "Argo Workflows: render templates, submit runs.")
+    try:  # the two Argo commands people type most, also at the top level
+        from pvbench.argo import cli as argo_cli
+
+        app.command("render", help="Render templates/ from workflows/ (same as `pvbench argo render`).")(argo_cli.render)
+        app.command("submit", help="Submit a benchmark run to Argo (same as `pvbench argo submit`).")(argo_cli.submit)
+    except ImportError:
+        pass
 
 
 _register()

@@ -6,6 +6,7 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
     results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
                                                                                              .../fio.json
     analytics/campaign=<c>/run=<r|all>/<table>.parquet
+    analytics/campaign=<c>/run=<r|all>/report/…        (the built Evidence site)
 
 Hive-style ``name=value`` segments let DuckDB and humans filter by path; the values
 are slugs of the labels (the labels themselves live inside result.json, verbatim).
@@ -21,6 +22,7 @@ ANALYTICS_ROOT = "analytics"
 RESULT_FILE = "result.json"
 RAW_FIO_FILE = "fio.json"
 ALL_RUNS = "all"
+REPORT_DIR = "report"
 
 _SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
 
@@ -101,3 +103,8 @@ def results_glob(campaign: str | None = None, run: str | None = None) -> str:
 def analytics_prefix(campaign: str, run: str | None = None) -> str:
     """Where the aggregated Parquet tables of a campaign (or one run) are written."""
     return f"{ANALYTICS_ROOT}/campaign={slug(campaign)}/run={slug(run) if run else ALL_RUNS}"
+
+
+def report_prefix(campaign: str, run: str | None = None) -> str:
+    """Where the built report site of a campaign (or one run) goes: beside its tables."""
+    return f"{analytics_prefix(campaign, run)}/{REPORT_DIR}"
