@@ -1,0 +1,133 @@
+"""`pvbench compare` and adaptive repetitions end to end, on real fio runs from the CLI.
+
+The "slower medium" is made deterministic: the same fio jobs with half the rate_iops, on a
+directory of the main disk instead of tmpfs (/dev/shm). A throttled job runs at its rate on
+any machine, so the test cannot flake on a busy CI runner.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+SHM = Path("/dev/shm")
+
+JOBS = """\
+[global]
+ramp_time=0.5
+runtime=1
+size=16M
+iodepth=4
+bs=4k
+[randread]
+rw=randread
+rate_iops={read}
+[randwrite]
+rw=randwrite
+rate_iops={write}
+"""
+
+pytestmark = pytest.mark.slow
+
+
+def _config(tmp_path: Path, name: str, target: Path, read: int, write: int, **extra) -> Path:
+    jobs = tmp_path / f"{name}.fio"
+    jobs.write_text(JOBS.format(read=read, write=write))
+    cfg = {"campaign": "e2e", "store": str(tmp_path / "store"), "spool": str(tmp_path / "spool"),
+           "storage_classes": {"media": str(target)}, "profiles": [f"file:{jobs}"], "repetitions": 5, "seed": 3}
+    cfg.update(extra)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _run(config: Path, run: str) -> None:
+    proc = subprocess.run(PVBENCH + ["local", "run", str(config), "--run", run, "--no-aggregate"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _compare(tmp_path: Path, base: str, cand: str) -> subprocess.CompletedProcess:
+    return subprocess.run(PVBENCH + ["compare", base, cand, "--store", str(tmp_path / "store"), "--campaign", "e2e",
+                                     "--json"], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def shm_dir(tmp_path):
+    if not SHM.is_dir():
+        pytest.skip("no /dev/shm")
+    d = SHM / f"pvbench-test-{tmp_path.name}"
+    d.mkdir()
+    yield d
+    for p in d.glob("*"):
+        p.unlink()
+    d.rmdir()
+
+
+def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bin):
+    fast = _config(tmp_path, "fast", shm_dir, read=4000, write=2000)
+    slow_dir = tmp_path / "disk"
+    slow = _config(tmp_path, "slow", slow_dir, read=2000, write=1000)
+    _run(fast, "tmpfs-1")
+    _run(fast, "tmpfs-2")
+    _run(slow, "disk-throttled")
+
+    same = _compare(tmp_path, "tmpfs-1", "tmpfs-2")
+    assert same.returncode == 0, same.stderr
+    rows = json.loads(same.stdout)
+    assert {(r["workload"], r["direction"]) for r in rows} == {("randread", "read"), ("randwrite", "write")}
+    assert all(r["verdict"] == "no meaningful difference" and r["n_baseline"] == 5 for r in rows), rows
+    # a busy runner can make one 1-second cell of five lose ~20 %: the verdict must not budge
+    assert all(abs(r["change"]) < 0.10 for r in rows)
+
+    worse = _compare(tmp_path, "tmpfs-1", "disk-throttled")
+    assert worse.returncode == 1, worse.stderr
+    assert "regression" in worse.stderr
+    rows = {r["workload"]: r for r in json.loads(worse.stdout)}
+    for workload in ("randread", "randwrite"):
+        assert rows[workload]["verdict"] == "worse"
+        # at most the throttle's rate; the disk may deliver a little less than the rate it was given
+        assert -0.7 < rows[workload]["change"] < -0.45
+        assert rows[workload]["p_holm"] < 0.05
+        assert rows[workload]["change_ci_high"] < -0.4
+
+    # the other way round it is an improvement, and an improvement does not fail the gate
+    better = _compare(tmp_path, "disk-throttled", "tmpfs-2")
+    assert better.returncode == 0, better.stderr
+    assert {r["verdict"] for r in json.loads(better.stdout)} == {"better"}
+
+
+def test_adaptive_repetitions_stop_when_precise_and_at_the_cap(tmp_path, shm_dir, fio_bin):
+    # a throttled job is steady: three reps give a CI well inside ±50 % even if one cell hiccups
+    # on a busy runner (a ±5 % target is what users set; the rule is the same)
+    precise = _config(tmp_path, "precise", shm_dir, read=3000, write=1500,
+                      adaptive={"target_half_width": 0.5, "min_repetitions": 3, "max_repetitions": 6})
+    _run(precise, "steady")
+    # an impossible target: every cell runs to the cap (unthrottled, so no two values are equal —
+    # identical values would give a zero-width CI, which rightly counts as precise)
+    capped = _config(tmp_path, "capped", shm_dir, read=0, write=0,
+                     adaptive={"target_half_width": 1e-7, "min_repetitions": 2, "max_repetitions": 4})
+    _run(capped, "capped")
+    store = tmp_path / "store"
+    reps = lambda run: sorted(p.parent.name for p in store.glob(f"results/campaign=e2e/run={run}/**/result.json"))
+    assert reps("steady") == ["rep=1", "rep=1", "rep=2", "rep=2", "rep=3", "rep=3"]
+    assert reps("capped") == ["rep=1", "rep=1", "rep=2", "rep=2", "rep=3", "rep=3", "rep=4", "rep=4"]
+
+    # what an Argo loop asks between rounds
+    check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
+                                      "--run", "steady", "--target", "0.5"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    assert json.loads(check.stdout)["precise"] is True
+    check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
+                                      "--run", "steady", "--target", "1e-7", "--max-reps", "10"],
+                           capture_output=True, text=True)
+    assert check.returncode == 1
+    out = json.loads(check.stdout)
+    # (a throttled cell can return three identical values: a zero-width CI, precise at any target)
+    assert out["precise"] is False and 1 <= len(out["next"]) <= 2
+    assert {c["rep"] for c in out["next"]} == {4}
+    assert out["next"][0]["key"].startswith("results/campaign=e2e/run=steady/occasion=default/storage_class=media/")
