@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Print what the node changes on the host, in a stable form: cluster-stage.sh takes one
+# snapshot before up.sh and one after down.sh and fails on any difference.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+echo "## sysctls"
+for s in "${HOST_SYSCTLS[@]}"; do echo "$s = $(sysctl -n "$s" 2>/dev/null)"; done
+echo "## network"
+ip -o link show "$BRIDGE" 2>/dev/null | awk '{print $2}'
+ip -o addr 2>/dev/null | awk -v g="$GATEWAY/" 'index($4, g) == 1 {print $2, $4}'
+ls /var/run/netns 2>/dev/null | grep '^cni-' | sort
+echo "## loop devices"
+losetup -a 2>/dev/null | grep -F -e "$STATE" -e pvbench | sort
+echo "## mounts"
+awk -v s="$STATE" -v r="$RUNDIR" -v c="$CACHE" 'index($5, s) == 1 || index($5, r) == 1 || index($5, c) == 1 || $5 ~ /^\/var\/run\/netns\/cni-/ {print $5}' /proc/self/mountinfo | sort
+echo "## cgroups"
+ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null
+echo "## directories"
+for d in "$STATE" "$RUNDIR" /var/lib/cni /var/log/containers /var/log/pods /opt/containerd /var/lib/kubelet /etc/cni/net.d; do
+  [ -e "$d" ] && echo "$d"
+done
+echo "## processes"
+for p in /proc/[0-9]*; do
+  cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+  case $cmd in *"$STATE"*|*"$RUNDIR"*|*"$CACHE/bin"*|*"$CTR_SOCK"*) echo "${cmd:0:120}" ;; esac
+done | grep -v -e host-snapshot -e 'grep ' | sort

@@ -1,0 +1,74 @@
+# Shared settings of ci/cluster/{up,down}.sh. Sourced, not run.
+# Every path and port can be overridden from the environment; the defaults keep all
+# state of the node in three places: the cache (survives down.sh), the state dir and
+# /run/pvbench-cluster (both removed by down.sh), and the log dir (kept for failures).
+
+K8S_VERSION=v1.31.4
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$REPO/ci/cluster
+
+CACHE=${PVBENCH_CLUSTER_CACHE:-/var/cache/pvbench-cluster}   # binaries, images, Go caches
+STATE=${PVBENCH_CLUSTER_STATE:-/var/lib/pvbench-cluster}     # certs, etcd, kubelet, media
+RUNDIR=${PVBENCH_CLUSTER_RUN:-/run/pvbench-cluster}          # sockets, pid files, containerd state
+LOG_ROOT=${PVBENCH_CLUSTER_LOGS:-/var/log/pvbench-cluster}   # one directory per up.sh run
+KUBECONFIG_PATH=${PVBENCH_KUBECONFIG:-$STATE/kubeconfig}     # admin kubeconfig (cluster-admin)
+
+# The pod network: one bridge with a /24; its first address is the host side, where the
+# API server (and the tests' MinIO) listen, so pods reach them without kube-proxy.
+BRIDGE=${PVBENCH_CLUSTER_BRIDGE:-pvbench0}
+POD_NET=${PVBENCH_CLUSTER_POD_NET:-10.244.0}                 # first three octets of a /24
+GATEWAY=$POD_NET.1
+API_PORT=${PVBENCH_CLUSTER_API_PORT:-6443}
+API_SERVER=https://$GATEWAY:$API_PORT
+ETCD_PORT=${PVBENCH_CLUSTER_ETCD_PORT:-23790}
+ETCD_PEER_PORT=$((ETCD_PORT + 10))
+SERVICE_CIDR=10.96.0.0/16
+NODE_NAME=localhost   # a loopback node IP is refused; the apiserver reaches the kubelet by this name
+
+# The project's venv (Hera, for the CRDs); ci/setup.sh makes it.
+PYTHON=${PYTHON:-$REPO/.venv/bin/python}
+[ -x "$PYTHON" ] || PYTHON=python3
+
+BIN=$CACHE/bin/$K8S_VERSION
+CTR_SOCK=$RUNDIR/containerd.sock
+PKI=$STATE/pki
+MEDIA=$STATE/media
+MEDIA_SIZE=${PVBENCH_CLUSTER_MEDIA_SIZE:-4G}                 # each loop-device file (sparse)
+TMPFS_SIZE=${PVBENCH_CLUSTER_TMPFS_SIZE:-3G}
+
+# Storage classes: name -> medium. Every class is provisioned by ci/cluster/provisioner.py.
+STORAGE_CLASSES=(pvbench-ext4 pvbench-xfs pvbench-tmpfs)
+PROVISIONER_NAME=pvbench.io/local-media
+
+# Images the chart and the tests use (tags as in charts/pvbench/values.yaml).
+RUNNER_IMAGE=${PVBENCH_RUNNER_IMAGE:-ghcr.io/pvbench/pvbench-runner:0.1.0}
+REPORT_IMAGE=${PVBENCH_REPORT_IMAGE:-ghcr.io/pvbench/pvbench-report:0.1.0}
+PAUSE_IMAGE=pvbench.local/pause:3.10
+BUILD_REPORT_IMAGE=${PVBENCH_CLUSTER_REPORT_IMAGE:-1}        # 0 skips the (big) report image
+
+# Host settings the kubelet (and the CNI bridge plugin) change; down.sh puts them back.
+HOST_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
+
+log() { printf '\033[1m[cluster %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf '\033[1;31m[cluster] %s\033[0m\n' "$*" >&2; exit 1; }
+
+# kubectl against the node, as cluster-admin.
+k() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+pid_alive() {  # name: is the process of $RUNDIR/name.pid running?
+  local f=$RUNDIR/$1.pid
+  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+stop_pid() {  # name [timeout]: TERM the recorded process (and its process group), then KILL
+  local f=$RUNDIR/$1.pid t=${2:-20} pid
+  [ -s "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq "$((t * 5))"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}

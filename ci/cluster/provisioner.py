@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""A tiny dynamic provisioner for node-local storage classes (stdlib only).
+
+    provisioner.py --server URL --ca CA --cert CERT --key KEY \
+        --class pvbench-ext4=/var/lib/pvbench-cluster/media/ext4 [--class ...] \
+        [--name pvbench.io/local-media] [--interval 1]
+
+The storage classes say `provisioner: pvbench.io/local-media` and
+`volumeBindingMode: WaitForFirstConsumer`. When the scheduler has picked the node for a
+pod (the PVC gets `volume.kubernetes.io/selected-node`), this creates a fresh directory
+on the class's medium (ext4 / XFS on a loop device, tmpfs) and a `local` PersistentVolume
+pre-bound to the claim; the PV controller binds it. When the claim goes away (a generic
+ephemeral volume is deleted with its pod) the PV is Released: the directory is removed
+and the PV deleted. So every benchmark cell gets a fresh, empty volume of its class,
+like a cloud provisioner would give it, and nothing piles up between runs.
+
+The directory is created root-owned 0755, as a fresh filesystem would be: pods that do
+not set fsGroup cannot write there as a non-root user (the kubelet applies fsGroup to
+`local` volumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+
+
+def log(msg: str) -> None:
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+
+class Api:
+    def __init__(self, server: str, ca: str, cert: str, key: str):
+        self.server = server.rstrip("/")
+        self.ctx = ssl.create_default_context(cafile=ca)
+        self.ctx.load_cert_chain(cert, key)
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        with urllib.request.urlopen(req, context=self.ctx, timeout=20) as r:
+            return json.loads(r.read() or b"{}")
+
+
+def parse_quantity(q: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+    for u, f in units.items():
+        if q.endswith(u):
+            return int(float(q[: -len(u)]) * f)
+    return int(float(q))
+
+
+def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
+    meta, spec = pvc["metadata"], pvc["spec"]
+    sc = spec.get("storageClassName")
+    node = (meta.get("annotations") or {}).get(ANN_SELECTED_NODE)
+    pv_name = f"pvc-{meta['uid']}"
+    directory = classes[sc] / pv_name
+    request = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+    free = shutil.disk_usage(classes[sc]).free
+    if parse_quantity(request) > free + free // 10:
+        # Say so on the claim, like a real provisioner that is out of space would.
+        log(f"{meta['namespace']}/{meta['name']}: {request} asked, {free >> 20} MiB free on {sc}; provisioning anyway")
+    directory.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(directory, 0o755)
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name, "annotations": {ANN_PROVISIONED_BY: name},
+                     "labels": {"pvbench.io/storage-class": sc}},
+        "spec": {
+            "capacity": {"storage": request},
+            "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": sc,
+            "volumeMode": "Filesystem",
+            "local": {"path": str(directory)},
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": meta["namespace"],
+                         "name": meta["name"], "uid": meta["uid"]},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+        },
+    }
+    try:
+        api.call("POST", "/api/v1/persistentvolumes", pv)
+        log(f"provisioned {pv_name} ({sc}, {request}) for {meta['namespace']}/{meta['name']} at {directory}")
+    except urllib.error.HTTPError as e:
+        if e.code != 409:  # already exists: an earlier pass created it
+            raise
+
+
+def reclaim(api: Api, classes: dict[str, Path], pv: dict) -> None:
+    name = pv["metadata"]["name"]
+    path = Path(pv["spec"].get("local", {}).get("path", ""))
+    if any(path.parent == root for root in classes.values()) and path.name == name:
+        shutil.rmtree(path, ignore_errors=True)
+    try:
+        api.call("DELETE", f"/api/v1/persistentvolumes/{name}")
+        log(f"reclaimed {name} ({path})")
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise
+
+
+def one_pass(api: Api, name: str, classes: dict[str, Path]) -> None:
+    pvs = api.call("GET", "/api/v1/persistentvolumes")["items"]
+    existing = {pv["metadata"]["name"] for pv in pvs}
+    for pv in pvs:
+        ours = (pv["metadata"].get("annotations") or {}).get(ANN_PROVISIONED_BY) == name
+        if ours and pv.get("status", {}).get("phase") in ("Released", "Failed") \
+                and not pv["metadata"].get("deletionTimestamp"):
+            reclaim(api, classes, pv)
+    for pvc in api.call("GET", "/api/v1/persistentvolumeclaims")["items"]:
+        meta = pvc["metadata"]
+        ann = meta.get("annotations") or {}
+        if (pvc.get("status", {}).get("phase") == "Pending" and not pvc["spec"].get("volumeName")
+                and pvc["spec"].get("storageClassName") in classes and ann.get(ANN_SELECTED_NODE)
+                and ann.get(ANN_PROVISIONER, name) == name and not meta.get("deletionTimestamp")
+                and f"pvc-{meta['uid']}" not in existing):
+            provision(api, name, classes, pvc)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--class", dest="classes", action="append", required=True, metavar="NAME=DIR")
+    ap.add_argument("--name", default="pvbench.io/local-media")
+    ap.add_argument("--interval", type=float, default=1.0)
+    args = ap.parse_args()
+    classes = {}
+    for c in args.classes:
+        sc, _, d = c.partition("=")
+        classes[sc] = Path(d)
+        if not classes[sc].is_dir():
+            sys.exit(f"provisioner: {d} (class {sc}) is not a directory")
+    api = Api(args.server, args.ca, args.cert, args.key)
+    log(f"provisioner {args.name}: {', '.join(f'{k}={v}' for k, v in classes.items())}")
+    while True:
+        try:
+            one_pass(api, args.name, classes)
+        except Exception as e:  # keep serving; the API server may be restarting
+            log(f"error: {e!r}")
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    main()

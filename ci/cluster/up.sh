@@ -1,0 +1,597 @@
+#!/usr/bin/env bash
+# Bring up a real single-node Kubernetes (v1.31.4) on this machine, for pvbench's CI.
+#
+#   sudo ci/cluster/up.sh          # idempotent: a healthy node is reused as it is
+#   export KUBECONFIG=/var/lib/pvbench-cluster/kubeconfig
+#   ci/cluster/down.sh             # removes the node and restores every host change
+#
+# What it does (details and the reasons in ci/cluster/README.md):
+#   Debian packages (containerd, runc, CNI plugins, etcd, buildah, debootstrap, xfsprogs);
+#   Kubernetes binaries built from the Go module proxy (cached); a static pause image;
+#   the runner and report images built with buildah from the project's own Dockerfiles on
+#   base images made locally with debootstrap (cached by content); etcd, containerd,
+#   kube-apiserver, kube-controller-manager, kube-scheduler and the kubelet as host
+#   processes; a bridge for pods whose host address serves the API; three storage classes
+#   on different real media (ext4 and XFS on loop devices, tmpfs) with a small provisioner;
+#   the Argo CRDs generated from the schemas the tests validate with.
+# Exit codes: 0 up; 1 failed (logs: see the message); 3 this machine cannot host a node.
+set -eEuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+T0=$(date +%s)
+STAMP=$(date +%Y%m%d-%H%M%S)
+LOGDIR=$LOG_ROOT/$STAMP
+mkdir -p "$LOGDIR" "$CACHE" "$RUNDIR"
+ln -sfn "$LOGDIR" "$LOG_ROOT/latest"
+# keep the last 8 runs' logs
+ls -1d "$LOG_ROOT"/2* 2>/dev/null | head -n -8 | xargs -r rm -rf
+
+STEP=start
+on_error() {
+  local rc=$?
+  printf '\033[1;31m[cluster] up.sh failed in step "%s" (exit %s). Logs: %s\033[0m\n' "$STEP" "$rc" "$LOGDIR" >&2
+  for f in "$LOGDIR"/*.log; do
+    [ -s "$f" ] || continue
+    echo "----- last lines of $f" >&2
+    tail -n 15 "$f" >&2
+  done
+  exit "$rc"
+}
+trap on_error ERR
+
+step() { STEP=$1; log "$1"; }
+
+# ------------------------------------------------------------------ can this machine host it?
+preflight() {
+  local why=()
+  [ "$(id -u)" -eq 0 ] || why+=("not root (needs mounts, loop devices, cgroups, network)")
+  [ -e /dev/loop-control ] || why+=("no /dev/loop-control (loop devices for the ext4/XFS media)")
+  [ -d /sys/fs/cgroup ] || why+=("no /sys/fs/cgroup")
+  grep -qw overlay /proc/filesystems 2>/dev/null || modprobe overlay 2>/dev/null || why+=("no overlay filesystem (containerd snapshotter)")
+  grep -qw xfs /proc/filesystems 2>/dev/null || modprobe xfs 2>/dev/null || why+=("no XFS in the kernel")
+  command -v apt-get >/dev/null || why+=("not a Debian-like system (apt-get missing)")
+  if [ ${#why[@]} -gt 0 ]; then
+    printf '\033[1;31m[cluster] this machine cannot host the Kubernetes node:\033[0m\n' >&2
+    printf '  - %s\n' "${why[@]}" >&2
+    exit 3
+  fi
+}
+
+# ------------------------------------------------------------------ packages and binaries
+packages() {
+  local need=()
+  command -v containerd >/dev/null || need+=(containerd)
+  command -v runc >/dev/null || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  command -v etcd >/dev/null || need+=(etcd-server)
+  command -v buildah >/dev/null || need+=(buildah)
+  command -v debootstrap >/dev/null || need+=(debootstrap)
+  command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
+  command -v openssl >/dev/null || need+=(openssl)
+  command -v losetup >/dev/null || need+=(mount)
+  [ ${#need[@]} -eq 0 ] && return
+  log "apt-get install ${need[*]}"
+  apt-get update -qq >"$LOGDIR/apt.log" 2>&1
+  # containerd/etcd packages would start services where systemd runs; we run our own.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >>"$LOGDIR/apt.log" 2>&1
+}
+
+go_env() {
+  export PATH=/usr/local/go/bin:$PATH GOFLAGS=-mod=readonly CGO_ENABLED=0
+  export GOMODCACHE=$CACHE/go/mod GOCACHE=$CACHE/go/build GONOSUMDB=k8s.io
+  command -v go >/dev/null || die "go is not installed (ci/setup.sh installs it)"
+  local v; v=$(go env GOVERSION | sed 's/^go//')
+  # The module says go 1.22.0: an older local go fetches that toolchain through the proxy.
+  if [ "$(printf '%s\n1.22.0\n' "$v" | sort -V | head -1)" = "1.22.0" ]; then export GOTOOLCHAIN=local; else export GOTOOLCHAIN=go1.22.12; fi
+}
+
+binaries_ok() {
+  local stamp; stamp=$(cat "$HERE/k8s/go.mod" "$HERE/k8s/go.sum" "$HERE/pause/pause.go" | sha256sum | cut -c1-16)
+  [ "$(cat "$BIN/.stamp" 2>/dev/null)" = "$stamp" ] && echo ok
+}
+
+build_binaries() {  # runs in the background while images build
+  go_env
+  local stamp; stamp=$(cat "$HERE/k8s/go.mod" "$HERE/k8s/go.sum" "$HERE/pause/pause.go" | sha256sum | cut -c1-16)
+  mkdir -p "$BIN"
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
+  ld="$ld -X k8s.io/component-base/version.gitMinor=31 -X k8s.io/component-base/version.gitTreeState=clean"
+  ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitCommit=pvbench-gomod"
+  (cd "$HERE/k8s" && go build -trimpath -ldflags "$ld" -o "$BIN/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
+  (cd "$HERE/pause" && GOFLAGS= go build -trimpath -ldflags '-s -w' -o "$BIN/pause" pause.go)
+  echo "$stamp" >"$BIN/.stamp"
+}
+
+# ------------------------------------------------------------------ images
+full_ref() {  # an image name as containerd/buildah store it (docker.io/library/... for short names)
+  local first=${1%%/*}
+  case $1 in
+    */*) case $first in *.*|*:*|localhost) echo "$1" ;; *) echo "docker.io/$1" ;; esac ;;
+    *) echo "docker.io/library/$1" ;;
+  esac
+}
+
+B() { buildah --root "$CACHE/buildah/root" --runroot "$RUNDIR/buildah" --storage-driver overlay "$@"; }
+
+minbase_rootfs() {  # a cached debootstrap (bookworm, minbase) tarball
+  local tar=$CACHE/rootfs/bookworm-minbase.tar
+  [ -s "$tar" ] && { echo "$tar"; return; }
+  local dir=$CACHE/rootfs/minbase.tmp
+  rm -rf "$dir"; mkdir -p "$dir"
+  log "debootstrap bookworm (minbase) -> $tar" 
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$dir" http://deb.debian.org/debian >"$LOGDIR/debootstrap.log" 2>&1
+  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+  tar -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+  rm -rf "$dir"
+  echo "$tar"
+}
+
+# A base image made locally from the debootstrap rootfs, tagged as the Dockerfile's FROM.
+#   base_image NAME KIND    KIND: python (python:3.11-slim-bookworm) | node (node:20-bookworm-slim)
+base_image() {
+  local name=$1 kind=$2 tar; tar=$(minbase_rootfs)
+  local key; key=$( (echo "$kind"; sha256sum "$tar" | cut -c1-16; ls /usr/local/share/ca-certificates/ 2>/dev/null; \
+    if [ "$kind" = node ]; then node --version; fi) | sha256sum | cut -c1-16)
+  if B inspect --type image "$name" 2>/dev/null | grep -q "\"pvbench.base-key\": \"$key\""; then return; fi
+  log "base image $name (debootstrap rootfs + $kind)"
+  local dir=$CACHE/rootfs/$kind.tmp
+  rm -rf "$dir"; mkdir -p "$dir"; tar -C "$dir" -xf "$tar"
+  # This machine reaches registries through an egress proxy with its own CA: builds inside
+  # the image need it too (a no-op where /usr/local/share/ca-certificates is empty).
+  cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/" 2>/dev/null || true
+  cp /etc/resolv.conf "$dir/etc/resolv.conf"
+  case $kind in
+    python)
+      chroot "$dir" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3 python3-pip python3-venv >/dev/null && update-ca-certificates >/dev/null' \
+        >>"$LOGDIR/base-images.log" 2>&1
+      # As the python image: `python`, `pip` on PATH and pip may install system-wide.
+      ln -sf python3 "$dir/usr/bin/python"
+      rm -f "$dir"/usr/lib/python3*/EXTERNALLY-MANAGED
+      ;;
+    node)
+      chroot "$dir" update-ca-certificates >>"$LOGDIR/base-images.log" 2>&1
+      # As the node image: node and npm under /usr/local (the same build of Node 20 as the host's).
+      mkdir -p "$dir/usr/local/bin" "$dir/usr/local/lib/node_modules" "$dir/usr/local/etc"
+      cp "$(command -v node)" "$dir/usr/local/bin/node"
+      cp -a /usr/lib/node_modules/npm "$dir/usr/local/lib/node_modules/npm"
+      ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$dir/usr/local/bin/npm"
+      ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$dir/usr/local/bin/npx"
+      echo "cafile=/etc/ssl/certs/ca-certificates.crt" >"$dir/usr/local/etc/npmrc"
+      ;;
+  esac
+  rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/archives/*.deb
+  : >"$dir/etc/resolv.conf"
+  local c; c=$(B from --name "pvbench-base-$kind" scratch 2>/dev/null || { B rm "pvbench-base-$kind" >/dev/null 2>&1; B from --name "pvbench-base-$kind" scratch; })
+  B add "$c" "$dir" / >>"$LOGDIR/base-images.log" 2>&1 || {
+    # buildah add of a directory copies its content
+    die "buildah add of the $kind rootfs failed"; }
+  B config --env PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 \
+    --label "pvbench.base-key=$key" --label "pvbench.base=debootstrap bookworm minbase + $kind" "$c"
+  if [ "$kind" = python ]; then B config --cmd python3 "$c"; fi
+  if [ "$kind" = node ]; then B config --cmd node --env NODE_VERSION="$(node --version | tr -d v)" "$c"; fi
+  B commit --rm "$c" "$name" >>"$LOGDIR/base-images.log" 2>&1
+  rm -rf "$dir"
+}
+
+# The build context: what a fresh clone has (tracked and untracked-but-not-ignored files) of
+# the paths the Dockerfile COPYs; nothing else is read by the build, so the image is the
+# same as from the whole repository, without sending hundreds of MB of context.
+#   build_context OUT PATH...
+build_context() {
+  local out=$1; shift
+  rm -rf "$out"; mkdir -p "$out"
+  (cd "$REPO" && git ls-files -co --exclude-standard -z -- "$@" ':(exclude,glob)**/node_modules/**' \
+      ':(exclude,glob)**/.evidence/**' ':(exclude,glob)**/.venv/**' ':(exclude,glob)reports/build/**') |
+    "$PYTHON" -c '
+import os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+for rel in sys.stdin.buffer.read().decode().split("\0"):
+    p = os.path.join(src, rel)
+    if rel and os.path.isfile(p) and not os.path.islink(p):
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        shutil.copy2(p, os.path.join(dst, rel))
+' "$REPO" "$out"
+}
+
+# Build IMAGE from DOCKERFILE unless the cached archive matches the Dockerfile and what it COPYs.
+project_image() {
+  local image=$1 dockerfile=$2
+  [ -f "$REPO/$dockerfile" ] || die "$dockerfile is missing"
+  # Its FROM, made here (no registry): python:* and node:* have a local recipe.
+  local base kind; base=$(awk 'toupper($1)=="FROM" {print $2; exit}' "$REPO/$dockerfile")
+  case ${base%%:*} in
+    python) kind=python ;; node) kind=node ;;
+    *) die "$dockerfile: no local recipe for its base image $base (see base_image in up.sh)" ;;
+  esac
+  base=$(full_ref "$base")
+  local ctx=$CACHE/context/$(basename "$(dirname "$dockerfile")")
+  local srcs; srcs=$(awk 'toupper($1)=="COPY" {for (i=2;i<NF;i++) if ($i !~ /^--/) print $i}' "$REPO/$dockerfile")
+  # shellcheck disable=SC2086
+  build_context "$ctx" $srcs
+  mkdir -p "$ctx/$(dirname "$dockerfile")"; cp "$REPO/$dockerfile" "$ctx/$dockerfile"
+  local key; key=$( (cat "$REPO/$dockerfile"; cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
+  local name; name=$(echo "$image" | tr '/:' '__')
+  local archive=$CACHE/images/$name-$key.tar
+  if [ ! -s "$archive" ]; then
+    base_image "$base" "$kind"
+    log "buildah build -f $dockerfile -t $image (context: a clean copy of the repo)"
+    # --cni-config-dir: buildah would otherwise create /etc/cni/net.d even with host networking
+    B build --layers --pull=never --network host --cni-config-dir "$CACHE/buildah/cni" --isolation oci -f "$ctx/$dockerfile" -t "$image" "$ctx" \
+      >"$LOGDIR/build-$name.log" 2>&1
+    mkdir -p "$CACHE/images"; rm -f "$CACHE/images/$name"-*.tar
+    B push "$image" "docker-archive:$archive.tmp:$image" >>"$LOGDIR/build-$name.log" 2>&1
+    mv "$archive.tmp" "$archive"
+  fi
+  echo "$archive"
+}
+
+pause_image() {
+  local archive=$CACHE/images/pause-$(sha256sum "$BIN/pause" | cut -c1-16).tar
+  if [ ! -s "$archive" ]; then
+    local c; c=$(B from scratch)
+    B copy "$c" "$BIN/pause" /pause >/dev/null
+    B config --entrypoint '["/pause"]' --user 65535:65535 "$c"
+    B commit --rm "$c" "$PAUSE_IMAGE" >/dev/null 2>&1
+    mkdir -p "$CACHE/images"; rm -f "$CACHE"/images/pause-*.tar
+    B push "$PAUSE_IMAGE" "docker-archive:$archive:$PAUSE_IMAGE" >/dev/null 2>&1
+  fi
+  echo "$archive"
+}
+
+import_image() {  # archive image: into containerd's k8s.io namespace unless already there
+  local archive=$1 image=$2 want
+  want=$(basename "$archive" .tar)
+  if ctr -a "$CTR_SOCK" -n k8s.io images ls -q "labels.\"pvbench.archive\"==$want" 2>/dev/null | grep -q .; then
+    return
+  fi
+  ctr -a "$CTR_SOCK" -n k8s.io images import --no-unpack=false "$archive" >>"$LOGDIR/images.log" 2>&1
+  local ref; ref=$(full_ref "$image")
+  ctr -a "$CTR_SOCK" -n k8s.io images label "$ref" "pvbench.archive=$want" io.cri-containerd.pinned=pinned >>"$LOGDIR/images.log" 2>&1
+}
+
+# ------------------------------------------------------------------ host state
+record_host_state() {  # once per node: what down.sh restores
+  local f=$STATE/host-state
+  [ -s "$f" ] && return
+  mkdir -p "$STATE"
+  {
+    for s in "${HOST_SYSCTLS[@]}"; do echo "sysctl $s $(sysctl -n "$s" 2>/dev/null || echo -)"; done
+    [ -d /var/lib/cni ] && echo "existed /var/lib/cni" || echo "created /var/lib/cni"
+    [ -d /var/log/containers ] && echo "existed /var/log/containers" || echo "created /var/log/containers"
+    [ -d /var/run/netns ] && echo "existed /var/run/netns" || echo "created /var/run/netns"
+    # the kubelet's device-plugin socket directory is a constant, outside --root-dir
+    [ -d /var/lib/kubelet ] && echo "existed /var/lib/kubelet" || echo "created /var/lib/kubelet"
+    for n in /var/run/netns/*; do if [ -e "$n" ]; then echo "netns $(basename "$n")"; fi; done
+  } >"$f.tmp"
+  mv "$f.tmp" "$f"
+}
+
+network() {
+  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link add "$BRIDGE" type bridge
+    echo "created-bridge $BRIDGE" >>"$STATE/host-state"
+  fi
+  ip addr show dev "$BRIDGE" | grep -q "inet $GATEWAY/24" || ip addr add "$GATEWAY/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  mkdir -p "$STATE/cni/net.d" "$STATE/cni/ipam"
+  cat >"$STATE/cni/net.d/10-pvbench.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "pvbench",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": false,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$STATE/cni/ipam",
+        "ranges": [[{"subnet": "$POD_NET.0/24", "rangeStart": "$POD_NET.10", "rangeEnd": "$POD_NET.250", "gateway": "$GATEWAY"}]]
+      }
+    }
+  ]
+}
+EOF
+}
+
+media() {
+  mkdir -p "$MEDIA"
+  local fs dev
+  for fs in ext4 xfs; do
+    mkdir -p "$MEDIA/$fs"
+    mountpoint -q "$MEDIA/$fs" && continue
+    truncate -s "$MEDIA_SIZE" "$MEDIA/$fs.img"
+    dev=$(losetup --find --show --direct-io=on "$MEDIA/$fs.img")
+    echo "loop $dev $MEDIA/$fs.img" >>"$STATE/host-state"
+    case $fs in
+      ext4) mkfs.ext4 -q -F -L pvbench-ext4 "$dev" ;;
+      xfs) mkfs.xfs -q -f -L pvbench-xfs "$dev" ;;
+    esac
+    mount "$dev" "$MEDIA/$fs"
+  done
+  mkdir -p "$MEDIA/tmpfs"
+  mountpoint -q "$MEDIA/tmpfs" || mount -t tmpfs -o "size=$TMPFS_SIZE,mode=0755" pvbench-tmpfs "$MEDIA/tmpfs"
+}
+
+# ------------------------------------------------------------------ certificates and kubeconfigs
+pki() {
+  [ -s "$PKI/ca.crt" ] && [ -s "$KUBECONFIG_PATH" ] && return
+  mkdir -p "$PKI"; cd "$PKI"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 365 -subj "/CN=pvbench-ci-ca" 2>/dev/null
+  cert() {  # name subject [san]
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" ${3:+-addext "subjectAltName=$3"} 2>/dev/null
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 365 ${3:+-copy_extensions copy} 2>/dev/null
+    rm -f "$1.csr"
+  }
+  cert apiserver "/CN=kube-apiserver" "IP:$GATEWAY,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert admin "/O=system:masters/CN=pvbench-admin"
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  cert controller-manager "/CN=system:kube-controller-manager"
+  cert scheduler "/CN=system:kube-scheduler"
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  chmod 600 ./*.key
+  kubeconfig() {  # file user
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: pvbench
+  cluster:
+    server: $API_SERVER
+    certificate-authority: $PKI/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $PKI/$2.crt
+    client-key: $PKI/$2.key
+contexts:
+- name: pvbench
+  context: {cluster: pvbench, user: $2, namespace: pvbench}
+current-context: pvbench
+EOF
+  }
+  kubeconfig "$PKI/kubelet.kubeconfig" kubelet
+  kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
+  kubeconfig "$PKI/scheduler.kubeconfig" scheduler
+  kubeconfig "$KUBECONFIG_PATH.tmp" admin && mv "$KUBECONFIG_PATH.tmp" "$KUBECONFIG_PATH"
+  cd - >/dev/null
+}
+
+# ------------------------------------------------------------------ processes
+start() {  # name cmd...: run detached in its own process group, log to $LOGDIR/name.log
+  local name=$1; shift
+  pid_alive "$name" && return
+  setsid "$@" >>"$LOGDIR/$name.log" 2>&1 < /dev/null &
+  echo $! >"$RUNDIR/$name.pid"
+}
+
+wait_for() {  # what seconds cmd...
+  local what=$1 t=$2; shift 2
+  for _ in $(seq "$((t * 2))"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.5; done
+  die "$what did not come up in ${t}s (logs: $LOGDIR)"
+}
+
+containerd_config() {
+  mkdir -p "$STATE/containerd" "$CACHE/containerd"
+  cat >"$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$CACHE/containerd"
+state = "$RUNDIR/containerd"
+# plugins that would touch host paths outside ours (/opt/containerd) or are not needed
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$CTR_SOCK"
+[ttrpc]
+  address = "$RUNDIR/containerd.ttrpc.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails to start
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+    max_conf_num = 1
+EOF
+}
+
+kubelet_config() {
+  mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
+  cat >"$STATE/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$CTR_SOCK
+# this machine: cgroup v1, no systemd, swap irrelevant
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+makeIPTablesUtilChains: false
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+podLogsDir: $STATE/pod-logs
+volumePluginDir: $STATE/kubelet-plugins
+# images cannot be pulled back here: never garbage-collect them; evict only when really full
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 200Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 1%}
+serializeImagePulls: false
+maxPods: 60
+rotateCertificates: false
+EOF
+}
+
+processes() {
+  mkdir -p "$STATE/etcd"
+  local fsync=(); etcd --help 2>&1 | grep -q unsafe-no-fsync && fsync=(--unsafe-no-fsync)
+  start etcd etcd --name pvbench --data-dir "$STATE/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "pvbench=http://127.0.0.1:$ETCD_PEER_PORT" --max-request-bytes 8388608 \
+    --quota-backend-bytes 4294967296 --listen-metrics-urls "" "${fsync[@]}"
+  containerd_config
+  start containerd containerd --config "$STATE/containerd/config.toml"
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+  wait_for containerd 30 ctr -a "$CTR_SOCK" version
+
+  start kube-apiserver "$BIN/kube-apiserver" \
+    --advertise-address "$GATEWAY" --bind-address "$GATEWAY" --secure-port "$API_PORT" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" --service-cluster-ip-range "$SERVICE_CIDR" \
+    --client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types Hostname \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true \
+    --profiling=false --v=1
+  wait_for kube-apiserver 120 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$API_SERVER/readyz"
+
+  start kube-controller-manager "$BIN/kube-controller-manager" \
+    --kubeconfig "$PKI/controller-manager.kubeconfig" --authentication-kubeconfig "$PKI/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$PKI/controller-manager.kubeconfig" \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --use-service-account-credentials=true --leader-elect=false --secure-port 0 \
+    --controllers '*,-nodeipam,-cloud-node-lifecycle,-route,-service' --v=1
+  start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$PKI/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$PKI/scheduler.kubeconfig" --authorization-kubeconfig "$PKI/scheduler.kubeconfig" \
+    --leader-elect=false --secure-port 0 --v=1
+
+  kubelet_config
+  start kubelet "$BIN/kubelet" --config "$STATE/kubelet-config.yaml" --kubeconfig "$PKI/kubelet.kubeconfig" \
+    --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet-pki" --hostname-override "$NODE_NAME" --v=1
+}
+
+node_ready() {
+  k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
+}
+
+cluster_objects() {
+  "$PYTHON" "$HERE/crds.py" "$STATE/argo-crds.yaml" >"$LOGDIR/crds.log" 2>&1
+  k apply --server-side --force-conflicts -f "$STATE/argo-crds.yaml" >>"$LOGDIR/crds.log"
+  k wait --for condition=established --timeout 60s crd -l app.kubernetes.io/part-of=pvbench-ci >>"$LOGDIR/crds.log"
+  {
+    for sc in "${STORAGE_CLASSES[@]}"; do
+      cat <<EOF
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $sc
+  labels: {app.kubernetes.io/part-of: pvbench-ci}
+  annotations: {pvbench.io/medium: "${sc#pvbench-}"}
+provisioner: $PROVISIONER_NAME
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+EOF
+    done
+    cat <<EOF
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: pvbench, labels: {app.kubernetes.io/part-of: pvbench-ci}}
+EOF
+  } | k apply -f - >"$LOGDIR/objects.log"
+  # the default ServiceAccount of a namespace appears asynchronously
+  wait_for "serviceaccount pvbench/default" 60 k -n pvbench get serviceaccount default
+}
+
+provisioner() {
+  local args=()
+  for sc in "${STORAGE_CLASSES[@]}"; do args+=(--class "$sc=$MEDIA/${sc#pvbench-}"); done
+  start provisioner "$PYTHON" -u "$HERE/provisioner.py" --server "$API_SERVER" --ca "$PKI/ca.crt" \
+    --cert "$PKI/admin.crt" --key "$PKI/admin.key" --name "$PROVISIONER_NAME" "${args[@]}"
+}
+
+healthy() {
+  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner; do
+    pid_alive "$p" || return 1
+  done
+  node_ready
+}
+
+# ================================================================== main
+main() {
+  preflight
+  step packages; packages
+
+  if [ -s "$KUBECONFIG_PATH" ] && [ -x "$BIN/kubectl" ] && healthy; then
+    log "the node is already up; checking images and objects"
+    REUSE=1
+  else
+    REUSE=0
+    if [ -e "$STATE" ] || [ -e "$RUNDIR/containerd.pid" ]; then
+      log "leftovers of an earlier node: tearing them down first"
+      "$HERE/down.sh" >"$LOGDIR/down-before-up.log" 2>&1 || true
+      mkdir -p "$RUNDIR"
+    fi
+  fi
+
+  step binaries
+  BUILD_PID=
+  if [ -z "$(binaries_ok)" ]; then
+    log "building Kubernetes $K8S_VERSION from the Go module proxy (cold: ~8 min; log: $LOGDIR/go-build.log)"
+    ( build_binaries ) >"$LOGDIR/go-build.log" 2>&1 &
+    BUILD_PID=$!
+  fi
+
+  step images
+  RUNNER_ARCHIVE=$(project_image "$RUNNER_IMAGE" ci/images/runner/Dockerfile)
+  REPORT_ARCHIVE=
+  if [ "$BUILD_REPORT_IMAGE" = 1 ] && [ -f "$REPO/ci/images/report/Dockerfile" ]; then
+    REPORT_ARCHIVE=$(project_image "$REPORT_IMAGE" ci/images/report/Dockerfile)
+  fi
+
+  if [ -n "$BUILD_PID" ]; then
+    step "binaries (waiting for the Go build)"
+    wait "$BUILD_PID" || die "the Kubernetes build failed: $LOGDIR/go-build.log"
+  fi
+  PAUSE_ARCHIVE=$(pause_image)
+
+  if [ "$REUSE" = 0 ]; then
+    step host-state; record_host_state
+    step network; network
+    step media; media
+    step pki; pki
+    step processes; processes
+  fi
+
+  step "images into containerd"
+  import_image "$PAUSE_ARCHIVE" "$PAUSE_IMAGE"
+  import_image "$RUNNER_ARCHIVE" "$RUNNER_IMAGE"
+  if [ -n "$REPORT_ARCHIVE" ]; then import_image "$REPORT_ARCHIVE" "$REPORT_IMAGE"; fi
+
+  step "node Ready"
+  wait_for "node $NODE_NAME Ready" 180 node_ready
+  step "CRDs, storage classes, namespace"; cluster_objects
+  step provisioner; provisioner
+
+  trap - ERR
+  log "up in $(( $(date +%s) - T0 ))s. export KUBECONFIG=$KUBECONFIG_PATH   (logs: $LOGDIR)"
+  echo "KUBECONFIG=$KUBECONFIG_PATH"
+}
+
+# Sourcing this file (tests, debugging) defines the functions without running anything.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
