@@ -119,11 +119,12 @@ def test_adaptive_repetitions_stop_when_precise_and_at_the_cap(tmp_path, shm_dir
 
     # what an Argo loop asks between rounds
     check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
-                                      "--run", "steady", "--target", "0.5"], capture_output=True, text=True)
+                                      "--run", "steady", "--target", "0.5", "--min-reps", "3"],
+                           capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["precise"] is True
     check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
-                                      "--run", "steady", "--target", "1e-7", "--max-reps", "10"],
+                                      "--run", "steady", "--target", "1e-7", "--min-reps", "3", "--max-reps", "10"],
                            capture_output=True, text=True)
     assert check.returncode == 1
     out = json.loads(check.stdout)

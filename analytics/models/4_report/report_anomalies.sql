@@ -52,9 +52,9 @@ select
     limit_value as reference,
     max_value / nullif(limit_value, 0) as ratio,
     cast(null as varchar) as run, cast(null as varchar) as occasion, cast(null as integer) as rep,
-    printf('%d of %d results above the declared limit %s (%s: %s %s); highest %s %s = %.1f× the limit, median %s',
-           n_flagged, n, limit_declared, limit_pattern, printf('%,.0f', limit_value), unit,
-           printf('%,.0f', max_value), unit, max_value / nullif(limit_value, 0), printf('%,.0f', median_value))
+    printf('%d of %d results above the declared %s for ''%s'' (%s %s, flagged above +%.0f%%); highest %s %s = %.1f× the limit, median %s %s',
+           n_flagged, n, limit_declared, limit_pattern, printf('%,.0f', limit_value), unit, 100 * tolerance,
+           printf('%,.0f', max_value), unit, max_value / nullif(limit_value, 0), printf('%,.0f', median_value), unit)
         as message
 from limit_cells
 union all

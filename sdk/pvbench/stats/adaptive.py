@@ -31,7 +31,8 @@ class AdaptiveSettings(BaseModel):
 
     target_half_width: float = Field(default=0.05, gt=0, lt=1,
                                      description="Stop when the CI half-width is below this share of the mean")
-    min_repetitions: int = Field(default=3, ge=2, description="Always run at least this many")
+    min_repetitions: int = Field(default=5, ge=2, description="Always run at least this many (fewer makes "
+                                 "early stops too optimistic: ci/adaptive_resample.py)")
     max_repetitions: int = Field(default=20, ge=2, description="Never run more than this many")
     confidence: float = Field(default=0.95, gt=0, lt=1)
 

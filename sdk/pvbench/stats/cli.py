@@ -182,7 +182,7 @@ def ci_check(
     campaign: Annotated[str, typer.Option(help="Campaign to check")],
     run: Annotated[Optional[str], typer.Option(help="Only this run")] = None,
     target: Annotated[float, typer.Option(help="Target 95% CI half-width, relative to the mean")] = 0.05,
-    min_reps: Annotated[int, typer.Option(help="Every cell needs at least this many values")] = 3,
+    min_reps: Annotated[int, typer.Option(help="Every cell needs at least this many values")] = 5,
     max_reps: Annotated[int, typer.Option(help="Cap: a cell with this many values is done regardless")] = 20,
     pool_occasions: Annotated[bool, typer.Option(
         help="Judge each cell over all runs and occasions together (default: per run × occasion)")] = False,

@@ -1,0 +1,95 @@
+"""The adaptive-repetition rule, its local-mode rounds (without fio), and the thesis resampling script."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+
+from conftest import REPO, THESIS_CSV
+from pvbench.cells.matrix import expand
+from pvbench.cells.run import plan_cell
+from pvbench.local.config import ConfigError, load_config
+from pvbench.stats.adaptive import AdaptiveSettings, assess, needs_more, plan_stream, relative_half_width
+from stats_helpers import doc
+
+
+def test_half_width_matches_scipy():
+    values = [100.0, 104.0, 97.0, 101.0, 99.0]
+    low, high = stats.t.interval(0.95, 4, loc=np.mean(values), scale=stats.sem(values))
+    assert relative_half_width(values) == pytest.approx((high - low) / 2 / np.mean(values))
+    assert math.isinf(relative_half_width([5.0]))
+    assert relative_half_width([5.0, 5.0, 5.0]) == 0.0
+
+
+def test_rule_min_target_and_cap():
+    s = AdaptiveSettings(target_half_width=0.05, min_repetitions=3, max_repetitions=6)
+    assert needs_more([100.0, 100.0], s)                 # below the minimum
+    assert not needs_more([100.0, 101.0, 100.5], s)      # ±1 %: precise
+    assert needs_more([100.0, 130.0, 80.0], s)           # ±45 %: not yet
+    assert not needs_more([100.0, 130.0, 80.0, 120, 90, 110], s)  # the cap
+    with pytest.raises(ValueError):
+        AdaptiveSettings(min_repetitions=5, max_repetitions=3)
+    with pytest.raises(ValueError):
+        AdaptiveSettings(target_half_width=0)
+
+
+def test_assess_groups_by_cell_direction_and_metric():
+    rows = [(("a",), "read", "iops", v) for v in (100, 101, 100)] + [(("b",), "read", "iops", v) for v in (50, 80, 65)]
+    got = {p.cell: p.needs_more for p in assess(rows, AdaptiveSettings(min_repetitions=3))}
+    assert got == {("a",): False, ("b",): True}
+
+
+def test_config_adaptive_starts_with_min_repetitions(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"campaign": "c", "storage_classes": {"x": "x"}, "repetitions": 9,
+                                    "adaptive": {"target_half_width": 0.05, "max_repetitions": 12}}))
+    cfg = load_config(path)
+    assert cfg.repetitions == 5 and cfg.adaptive.max_repetitions == 12
+    path.write_text(yaml.safe_dump({"campaign": "c", "storage_classes": {"x": "x"},
+                                    "adaptive": {"target_half_width": 5}}))
+    with pytest.raises(ConfigError, match="target_half_width"):
+        load_config(path)
+
+
+def test_plan_stream_repeats_only_the_noisy_cell_until_precise_or_capped(tmp_path):
+    class Cfg:
+        adaptive = AdaptiveSettings(target_half_width=0.05, min_repetitions=3, max_repetitions=8)
+        seed, ramp, runtime, size = 1, "1s", "1s", "1M"
+
+    cells = expand(campaign="c", run="r", occasion="o", storage_classes=["x"], profiles=["dbench"], repetitions=3,
+                   seed=1, tests=["randread-iops", "randwrite-iops"])
+    plans = [plan_cell(cell, tmp_path, check=False) for cell in cells]
+    rng = np.random.default_rng(0)
+    observed, rounds, seen = [], [], []
+    for plan in plan_stream(Cfg, plans, observed, lambda more, n: rounds.append(len(more))):
+        seen.append((plan.cell.workload, plan.cell.rep))
+        noisy = plan.cell.workload == "randwrite-iops"
+        value = float(rng.normal(1000, 300 if noisy else 1))
+        metric = "iops"
+        observed.append((plan, doc(workload=plan.cell.workload, rep=plan.cell.rep, value=value, metric=metric,
+                                   direction="write" if noisy else "read")))
+    reps = {w: max(r for ww, r in seen if ww == w) for w, _ in seen}
+    assert reps["randread-iops"] == 3          # precise after the minimum
+    assert reps["randwrite-iops"] == 8         # ±30 % noise never gets within ±5 %: the cap
+    assert rounds == [1] * 5
+    orders = [p.cell.order for p, _ in observed]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+
+
+def test_resample_script_on_the_thesis_runs():
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "adaptive_resample.py"), "--csv", str(THESIS_CSV),
+                           "--sims", "300", "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["cells"] == 40 and out["fixed_runs"] == 800
+    same = out["questions"]["same_guarantee"]
+    assert same["mean_total_runs"] < 0.5 * 800      # far fewer runs for the fixed design's guarantee
+    assert same["cells_within_target"] > 39         # and (nearly) every cell gets it
+    assert 0.85 < same["ci_coverage"] <= 1.0
+    quiet = {(c["solution"], c["metric"]): c["mean_runs"] for c in out["per_cell_default_target"]}
+    assert quiet[("Azure Disk Storage", "Sequential read")] == pytest.approx(5)  # ±0.4 %: stops at the minimum
