@@ -108,7 +108,11 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
                     report.spooled.append((str(outcome.spooled_at), outcome.error or ""))
                     progress.console.print(f"[yellow]not stored[/] {outcome.key}: {outcome.error}; "
                                            f"kept at {outcome.spooled_at}")
-                progress.update(task, advance=1, last=f"{_last(doc)} ({time.monotonic() - t0:.1f}s)")
+                last = f"{_last(doc)} ({time.monotonic() - t0:.1f}s)"
+                progress.update(task, advance=1, last=last)
+                if not progress.console.is_terminal:  # logs (CI, pods): one line per cell instead of a bar
+                    done = int(progress.tasks[0].completed)
+                    progress.console.print(f"[{done}/{int(progress.tasks[0].total)}] {plan.cell.describe()}: {last}")
     finally:
         for target in {p.target for p in plans}:
             remove_fio_files(Path(target))
