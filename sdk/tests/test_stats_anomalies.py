@@ -174,3 +174,15 @@ def test_a_slow_occasion_is_an_occasion_effect_not_outliers(tmp_path):
     assert con.execute("select count(*) from anomaly_outliers where is_outlier").fetchone()[0] == 0
     share, finding = con.execute("select share_between, finding from report_occasions").fetchone()
     assert share > 0.95 and finding == "mostly occasions"
+
+
+def test_a_bad_limits_file_is_a_clear_error(tmp_path, monkeypatch):
+    write(tmp_path / "s", [doc(rep=r) for r in (1, 2)])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("storage_classes:\n  fast: {iops: lots}\n")
+    monkeypatch.setenv("PVBENCH_LIMITS", str(bad))
+    proc = subprocess.run(PVBENCH + ["aggregate", "--store", str(tmp_path / "s"), "--campaign", "syn"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "storage_classes['fast'].iops: 'lots' is not a number" in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr

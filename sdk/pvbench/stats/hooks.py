@@ -28,10 +28,14 @@ def register_functions(con) -> None:
 
 
 def before_models(con, store=None, limits=None) -> None:
-    from pvbench.stats.limits import find_declarations, install
+    from pvbench.analytics.runner import AnalyticsError
+    from pvbench.stats.limits import LimitsError, find_declarations, install
 
     register_functions(con)
-    install(con, find_declarations(store, limits))
+    try:
+        install(con, find_declarations(store, limits))
+    except LimitsError as exc:  # every caller of build_tables already reports AnalyticsError cleanly
+        raise AnalyticsError(str(exc)) from exc
 
 
 def after_models(con) -> None:
