@@ -159,3 +159,12 @@ def test_methodology_and_cost_from_the_data(tmp_path):
     assert "randomized interleaving" in text
     assert "EUR" in text and "cost model" in text
     assert "µs, lower is better" in text
+
+
+def test_report_tables_match_the_published_contract(thesis):
+    from pvbench.stats.tables import STATS_REPORT_TABLES
+
+    for table, columns in STATS_REPORT_TABLES.items():
+        got = {name: typ.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
+               for name, typ, *_ in thesis.execute(f"describe {table}").fetchall()}
+        assert got == columns, table

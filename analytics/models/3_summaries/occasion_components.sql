@@ -20,10 +20,10 @@ cells as (
     select
         campaign, storage_class, profile, workload, direction, metric,
         count(*) as k,
-        sum(n_i) as n,
+        sum(n_i)::bigint as n,
         sum(n_i * mean_i) / sum(n_i) as grand_mean,
         sum(ss_within_i) as ss_within,
-        sum(n_i * n_i) as sum_n2
+        sum(n_i * n_i)::bigint as sum_n2
     from groups
     group by all
 ),

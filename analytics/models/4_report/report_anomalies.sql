@@ -33,7 +33,7 @@ warmup_cells as (
         count(*) as n_occasions,
         count(*) filter (where slowdown > 0) as n_slower,
         count(*) filter (where first_is_slowest) as n_slowest,
-        sum(n) as n,
+        sum(n)::bigint as n,
         median(slowdown) as median_slowdown,
         median(first_value) as first_median,
         median(rest_median) as rest_median,

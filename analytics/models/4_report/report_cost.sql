@@ -43,7 +43,7 @@ per_class as (
 select
     pc.campaign, pc.run,
     count(*) as n_storage_classes,
-    sum(pc.n_results) as n_results,
+    sum(pc.n_results)::bigint as n_results,
     min(pc.started_at) as started_at,
     max(pc.ended_at) as ended_at,
     epoch(max(pc.ended_at) - min(pc.started_at)) as wall_seconds,

@@ -143,3 +143,55 @@ def default_settings() -> CompareSettings:
         confidence=values.get("compare_confidence", d.confidence),
         n_boot=int(values.get("compare_n_boot", d.n_boot)),
     )
+
+
+# The report tables the statistics make (column → DuckDB type), for the report's data contract:
+# REPORT_TABLES.update(STATS_REPORT_TABLES). test_stats_report_tables.py keeps it in step.
+STATS_REPORT_TABLES: dict[str, dict[str, str]] = {
+    "report_comparisons": {
+        "kind": "VARCHAR", "campaign": "VARCHAR", "baseline": "VARCHAR", "candidate": "VARCHAR",
+        "storage_class": "VARCHAR", "baseline_storage_class": "VARCHAR", "candidate_storage_class": "VARCHAR",
+        "profile": "VARCHAR", "workload": "VARCHAR", "workload_title": "VARCHAR", "direction": "VARCHAR",
+        "metric": "VARCHAR", "unit": "VARCHAR", "better": "VARCHAR", "n_baseline": "INTEGER",
+        "n_candidate": "INTEGER", "mean_baseline": "DOUBLE", "mean_candidate": "DOUBLE",
+        "sd_baseline": "DOUBLE", "sd_candidate": "DOUBLE", "median_baseline": "DOUBLE",
+        "median_candidate": "DOUBLE", "diff": "DOUBLE", "diff_ci_low": "DOUBLE", "diff_ci_high": "DOUBLE",
+        "ratio": "DOUBLE", "ratio_ci_low": "DOUBLE", "ratio_ci_high": "DOUBLE", "change": "DOUBLE",
+        "change_ci_low": "DOUBLE", "change_ci_high": "DOUBLE", "p_value": "DOUBLE", "p_holm": "DOUBLE",
+        "cliffs_delta": "DOUBLE", "hl_shift": "DOUBLE", "significant": "BOOLEAN", "meaningful": "BOOLEAN",
+        "equivalent": "BOOLEAN", "verdict": "VARCHAR", "alpha": "DOUBLE", "min_change": "DOUBLE",
+        "summary": "VARCHAR",
+    },
+    "report_anomalies": {
+        "kind": "VARCHAR", "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR",
+        "workload": "VARCHAR", "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR",
+        "unit": "VARCHAR", "n": "BIGINT", "n_flagged": "BIGINT", "value": "DOUBLE", "reference": "DOUBLE",
+        "ratio": "DOUBLE", "run": "VARCHAR", "occasion": "VARCHAR", "rep": "INTEGER", "message": "VARCHAR",
+    },
+    "report_occasions": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
+        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
+        "n_occasions": "BIGINT", "n": "BIGINT", "mean": "DOUBLE", "sd_between": "DOUBLE", "sd_within": "DOUBLE",
+        "cv_between": "DOUBLE", "cv_within": "DOUBLE", "share_between": "DOUBLE", "share_within": "DOUBLE",
+        "f_stat": "DOUBLE", "df_between": "BIGINT", "df_within": "BIGINT", "p_value": "DOUBLE",
+        "finding": "VARCHAR",
+    },
+    "report_occasion_boxplot": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
+        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
+        "run": "VARCHAR", "occasion": "VARCHAR", "occasion_started_at": "TIMESTAMPTZ", "weekday": "VARCHAR",
+        "start_hour_utc": "BIGINT", "n": "BIGINT", "min": "DOUBLE", "q1": "DOUBLE", "median": "DOUBLE",
+        "q3": "DOUBLE", "max": "DOUBLE", "mean": "DOUBLE", "sd": "DOUBLE",
+    },
+    "report_methodology": {
+        "campaign": "VARCHAR", "section": "VARCHAR", "item": "VARCHAR", "value": "VARCHAR",
+        "section_order": "INTEGER", "item_order": "INTEGER",
+    },
+    "report_cost": {
+        "campaign": "VARCHAR", "run": "VARCHAR", "n_storage_classes": "BIGINT", "n_results": "BIGINT",
+        "started_at": "TIMESTAMPTZ", "ended_at": "TIMESTAMPTZ", "wall_seconds": "DOUBLE",
+        "fio_seconds": "DOUBLE", "cpu_seconds": "DOUBLE", "cpu_seconds_per_result": "DOUBLE",
+        "cluster_price_per_hour": "DOUBLE", "cluster_cost": "DOUBLE", "storage_cost": "DOUBLE",
+        "total_cost": "DOUBLE", "currency": "VARCHAR", "has_cost_model": "BOOLEAN",
+    },
+}
