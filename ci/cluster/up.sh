@@ -30,11 +30,12 @@ STEP=start
 on_error() {
   local rc=$?
   printf '\033[1;31m[cluster] up.sh failed in step "%s" (exit %s). Logs: %s\033[0m\n' "$STEP" "$rc" "$LOGDIR" >&2
-  for f in "$LOGDIR"/*.log; do
-    [ -s "$f" ] || continue
+  # the logs written last are the ones that tell
+  for f in $(ls -1t "$LOGDIR"/*.log 2>/dev/null | head -3); do
     echo "----- last lines of $f" >&2
-    tail -n 15 "$f" >&2
+    tail -n 20 "$f" | cut -c1-400 >&2
   done
+  echo "----- all logs: $(ls "$LOGDIR" | tr '\n' ' ')" >&2
   exit "$rc"
 }
 trap on_error ERR
@@ -491,7 +492,8 @@ node_ready() {
 cluster_objects() {
   "$PYTHON" "$HERE/crds.py" "$STATE/argo-crds.yaml" >"$LOGDIR/crds.log" 2>&1
   k apply --server-side --force-conflicts -f "$STATE/argo-crds.yaml" >>"$LOGDIR/crds.log"
-  k wait --for condition=established --timeout 60s crd -l app.kubernetes.io/part-of=pvbench-ci >>"$LOGDIR/crds.log"
+  # (kubectl wait errors out at once while a new CRD has no conditions yet: retry)
+  wait_for "Argo CRDs established" 60 k wait --for condition=established --timeout 5s crd -l app.kubernetes.io/part-of=pvbench-ci
   {
     for sc in "${STORAGE_CLASSES[@]}"; do
       cat <<EOF
