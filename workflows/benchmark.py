@@ -180,6 +180,7 @@ with WorkflowTemplate(
             "--workload", IN("workload"),
             "--rep", IN("rep"),
             "--order", IN("order"),
+            "--seed", WF("seed"),
             "--ramp", WF("ramp"),
             "--runtime", WF("runtime"),
             "--size", WF("size"),

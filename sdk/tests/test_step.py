@@ -31,6 +31,7 @@ def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> s
 def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):
     store = tmp_path / "store"
     proc = step(tmp_path, "--store", str(store), "--out", str(tmp_path / "out"), "--label", "role=baseline",
+                "--seed", "42",
                 env={"PVBENCH_NODE_NAME": "node-a", "PVBENCH_PROVISIONER": "rancher.io/local-path"})
     assert proc.returncode == 0, proc.stderr
     key = CellKey("c1", "r1", "night", "fast-ssd", "dbench", "randread-lat", 2)
@@ -41,6 +42,7 @@ def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):
     assert doc.workload.iodepth == 4 and doc.workload.bs == "4k" and doc.workload.headline_metric == "lat_mean_us"
     assert doc.provenance.node == "node-a" and doc.provenance.provisioner == "rancher.io/local-path"
     assert doc.provenance.filesystem and doc.provenance.fio_version.startswith("fio-")
+    assert doc.provenance.notes["seed"] == "42"  # the design is recorded with the data
     [read] = doc.metrics
     assert read.direction == "read" and read.iops > 0 and read.lat_p99_us >= read.lat_p50_us > 0
 

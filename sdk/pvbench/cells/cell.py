@@ -45,6 +45,7 @@ class Cell(BaseModel):
     workload: str
     rep: int = Field(ge=1)
     order: int = Field(default=0, ge=0, description="Position in the run's randomized order")
+    seed: int | None = Field(default=None, description="Seed of the randomized order (recorded in the result)")
 
     @field_validator("storage_class")
     @classmethod

@@ -63,6 +63,7 @@ def expand(
                     workload=test,
                     rep=rep,
                     order=len(cells),
+                    seed=seed,
                 )
             )
     return cells

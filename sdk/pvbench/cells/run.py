@@ -96,7 +96,7 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
 def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
     """Run fio for one planned cell. Returns the result document and fio's raw JSON text."""
     test, timing, cell = plan.test, plan.timing, plan.cell
-    notes: dict[str, str] = {}
+    notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
     overrides: dict[str, dict[str, str]] = {}
     started = datetime.now(timezone.utc)
     if test.load_target:

@@ -25,6 +25,7 @@ def local_run(
     occasion: Annotated[Optional[list[str]], typer.Option(help="Run only these occasions of the config")] = None,
     aggregate: Annotated[bool, typer.Option(help="Aggregate the campaign afterwards")] = True,
     dry_run: Annotated[bool, typer.Option(help="Check and print the plan, run nothing")] = False,
+    limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML for anomaly flags and cost")] = None,
 ) -> None:
     """Benchmark the configured local directories as storage classes, then aggregate."""
     from pvbench.cells.cell import check_label
@@ -60,20 +61,22 @@ def local_run(
         console.print(f"[yellow]results kept in {cfg.spool}[/]; upload later with "
                       f"pvbench store flush --spool {cfg.spool} --store {cfg.store}")
     if aggregate and report.stored:
-        _aggregate(cfg.store, cfg.campaign, None, None)
+        _aggregate(cfg.store, cfg.campaign, None, None, limits)
     if not report.ok:
         raise typer.Exit(1)
 
 
-def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None) -> None:
+def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None,
+               limits: Path | None = None) -> None:
     from pvbench.analytics import AnalyticsError, aggregate
+    from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
     try:
         with console.status("aggregating with DuckDB"):
-            where, counts = aggregate(open_store(store_url), campaign, run, out)
-    except (AnalyticsError, StoreError) as exc:
+            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits)
+    except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc))
     console.print(f"aggregated into {where}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
 
@@ -84,11 +87,13 @@ def aggregate_cmd(
     campaign: Annotated[Optional[str], typer.Option(help="Campaign to aggregate (default: all)")] = None,
     run: Annotated[Optional[str], typer.Option(help="Only this run of the campaign")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")] = None,
+    limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML (else $PVBENCH_LIMITS, "
+                                                   "else config/limits.yaml in the store)")] = None,
 ) -> None:
     """Run analytics/ (DuckDB) over stored results and write the Parquet tables."""
     if run and not campaign:
         fail("--run needs --campaign")
-    _aggregate(store, campaign, run, out)
+    _aggregate(store, campaign, run, out, limits)
 
 
 @app.command("summary")

@@ -155,6 +155,7 @@ def fio_step(
     workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
     rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
     order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the randomized order, recorded in the result")] = None,
     ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
     runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
     size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
@@ -176,7 +177,7 @@ def fio_step(
     try:
         labels = parse_labels(label or [])
         cell = Cell(campaign=campaign, run=run, occasion=occasion, storage_class=storage_class, profile=profile,
-                    workload=workload, rep=rep, order=order)
+                    workload=workload, rep=rep, order=order, seed=seed)
         plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
         store_obj = open_store(store) if store else None
     except (ProfileError, ValueError, StoreError) as exc:
