@@ -40,6 +40,8 @@ import generate  # noqa: E402  ci/schemas/generate.py: the same schemas kubeconf
 GROUP = "argoproj.io"
 VERSION = "v1alpha1"
 KEEP = {"x-kubernetes-preserve-unknown-fields": True}
+# as controller-gen writes IntOrString: the anyOf makes the API server check the type
+INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
 
 # kind -> (plural, scope, shortNames)
 KINDS = {
@@ -64,7 +66,7 @@ class Converter:
             if name.startswith("wf__WorkflowStatus") or name == "WorkflowStatus":
                 return {"type": "object", **KEEP}  # a Workflow's status: the controller's
             if name == "Quantity":
-                return {"x-kubernetes-int-or-string": True}
+                return dict(INT_OR_STRING)
             return self.convert(self.defs[name], stack + (name,))
 
         variants = node.get("anyOf") or node.get("oneOf")
@@ -74,8 +76,10 @@ class Converter:
             types = {v.get("type") for v in rest}
             if len(rest) == 1:
                 out = self.convert(rest[0], stack)
-            elif types == {"string", "integer"} or types == {"string", "number"} or types == {"integer", "number", "string"}:
-                out = {"x-kubernetes-int-or-string": True}
+            elif types == {"string", "integer"}:
+                out = dict(INT_OR_STRING)
+            elif types <= {"string", "integer", "number"}:
+                out = {"x-kubernetes-int-or-string": True}  # a number or a string: not checked further
             else:
                 out = dict(KEEP)
             if nullable:
@@ -86,7 +90,8 @@ class Converter:
         if isinstance(t, list):  # ["string", "integer"] from generate.py's fixes
             nullable = "null" in t
             t = [x for x in t if x != "null"]
-            out = {"x-kubernetes-int-or-string": True} if set(t) <= {"string", "integer", "number"} and len(t) > 1 \
+            out = (dict(INT_OR_STRING) if set(t) == {"string", "integer"} else {"x-kubernetes-int-or-string": True}) \
+                if set(t) <= {"string", "integer", "number"} and len(t) > 1 \
                 else self.convert({**node, "type": t[0]}, stack) if len(t) == 1 else dict(KEEP)
             if nullable:
                 out["nullable"] = True
