@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install the Evidence report project (reports/) on a Debian machine with Node.js 20 + npm:
+# `npm ci` from the committed package-lock.json, then the air-gapped Parquet patch
+# (reports/scripts/offline-parquet.mjs, also the package's postinstall), which makes
+# DuckDB-wasm read Parquet without downloading an extension. After this, `pvbench report build`
+# needs no network at all.
+# Idempotent: does nothing when node_modules already matches the lock file and the patch.
+set -euo pipefail
+cd "$(dirname "$0")/../reports"
+
+die() { echo "install-report: $*" >&2; exit 1; }
+command -v node >/dev/null || die "node is not installed (apt-get install nodejs npm; Node.js 20 recommended)"
+command -v npm >/dev/null || die "npm is not installed (apt-get install npm)"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 18 ] || die "Node.js $(node --version) is too old; Evidence needs 18 or newer (20 recommended)"
+
+stamp=node_modules/.pvbench-install-stamp
+want=$(cat package.json package-lock.json scripts/offline-parquet.mjs | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1; then
+  echo "reports/: node_modules matches package-lock.json, offline Parquet patch in place"
+  exit 0
+fi
+
+echo "reports/: npm ci (about 1 minute, ~700 MB)"
+rm -f "$stamp"
+npm ci --no-audit --no-fund --prefer-offline --loglevel=error
+# Again, explicitly: npm may be configured with ignore-scripts; this fails loudly if the
+# upstream code changed and the patch no longer applies.
+node scripts/offline-parquet.mjs
+echo "$want" > "$stamp"
