@@ -1,332 +1,112 @@
-"""Writes the report_* Parquet tables of the analytics data contract, for report tests only.
+"""Synthetic vshn and sweep results for the report test (the thesis CSV has neither profile).
 
-Values: the thesis's Azure appendix (every per-run value, dbench profile) plus synthetic
-vshn (fsync series) and sweep (block size × load) rows shaped like the published numbers.
-The statistics mirror what the analytics layer computes (sample sd, linear quantiles,
-t-based 95 % CI), so the report shows realistic numbers; the analytics SQL is the reference.
+They are written as ordinary result documents into a real directory store, built from the
+real profile catalog, so `pvbench aggregate` computes the report tables exactly as for
+measured data. Values follow the shapes of the published studies (VSHN's fsync series,
+the NVMe/TCP block size × load curves) with seeded noise.
 """
 
 from __future__ import annotations
 
-import csv
-import math
 import random
-from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-from scipy import stats
+from pvbench.cells.publish import key_of
+from pvbench.profiles import PROFILES
+from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
+from pvbench.store import open_store
 
-CAMPAIGN = "fixture"
+CAMPAIGN = "synthetic"
+T0 = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)
 
-# thesis CSV metric -> (workload, direction, metric)
-THESIS_METRICS = {
-    "Random read IOPS": ("randread-iops", "read", "iops"),
-    "Random write IOPS": ("randwrite-iops", "write", "iops"),
-    "Random read bandwidth": ("randread-bw", "read", "bw_mib_s"),
-    "Random write bandwidth": ("randwrite-bw", "write", "bw_mib_s"),
-    "Read latency": ("randread-lat", "read", "lat_mean_us"),
-    "Write latency": ("randwrite-lat", "write", "lat_mean_us"),
-    "Sequential read": ("seqread", "read", "bw_mib_s"),
-    "Sequential write": ("seqwrite", "write", "bw_mib_s"),
-    "Mixed read IOPS": ("mixed-randrw", "read", "iops"),
-    "Mixed write IOPS": ("mixed-randrw", "write", "iops"),
-}
-TITLES = {
-    "randread-iops": "Random read IOPS",
-    "randwrite-iops": "Random write IOPS",
-    "randread-bw": "Random read bandwidth",
-    "randwrite-bw": "Random write bandwidth",
-    "randread-lat": "Read latency",
-    "randwrite-lat": "Write latency",
-    "seqread": "Sequential read",
-    "seqwrite": "Sequential write",
-    "mixed-randrw": "Mixed random 75/25 IOPS",
-    "read-iops": "Read IOPS",
-    "read-bw": "Read bandwidth",
-}
-UNITS = {"iops": "IOPS", "bw_mib_s": "MiB/s", "lat_mean_us": "µs"}
-BETTER = {"iops": "higher", "bw_mib_s": "higher", "lat_mean_us": "lower"}
-FSYNC = (("none", 0), ("1", 1), ("32", 2), ("128", 3))
-
-# VSHN-like classes: (read iops, read MiB/s, write iops by fsync, write MiB/s by fsync), rel. sd
+# VSHN-like classes: read IOPS, read MiB/s, write IOPS and MiB/s per fsync (none, 1, 32, 128),
+# relative sd. Rook Ceph RBD and Longhorn drop hard at fsync=1; CephFS barely does (VSHN's finding).
 VSHN_CLASSES = {
     "rook-ceph-rbd": (42344.0, 1650.0, (14800.0, 305.0, 4100.0, 9200.0), (590.0, 38.0, 260.0, 420.0), 0.03),
     "cephfs": (38100.0, 1580.0, (12900.0, 8808.0, 11500.0, 12300.0), (540.0, 410.0, 500.0, 520.0), 0.04),
     "longhorn": (11298.0, 620.0, (6100.0, 180.0, 1900.0, 3900.0), (260.0, 22.0, 130.0, 210.0), 0.06),
 }
+FSYNC_INDEX = {"none": 0, "1": 1, "32": 2, "128": 3}
+# sweep: speed factor per class
 SWEEP_CLASSES = {"nvme-tcp": 1.0, "rook-ceph-rbd": 0.35}
-SWEEP_BS = (("4k", 4096), ("8k", 8192), ("64k", 65536), ("128k", 131072))
-SWEEP_LOADS = ("qd1", "qd32", "qd1x32", "p80")
-SWEEP_GROUPS = {"randread": 1.0, "randwrite": 0.0, "mix70": 0.7, "mix50": 0.5}
+LOAD = {"qd1": (1, 80.0), "qd32": (32, 420.0), "qd1x32": (32, 520.0), "p80": (16, 260.0)}
 
 
-def _runs_from_thesis(csv_path: Path) -> list[dict]:
-    rows = []
-    with csv_path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            workload, direction, metric = THESIS_METRICS[r["metric"]]
-            started = datetime.strptime(r["occasion_start"], "%b %d %H:%M:%S %Y")
-            rep = int(r["run"])
-            occ = int(r["occasion"])
-            rows.append(
-                dict(
-                    campaign=CAMPAIGN,
-                    run=f"thesis-{occ}-{r['occasion_start'][:6].replace(' ', '')}",
-                    occasion=occ,
-                    storage_class=r["solution"],
-                    profile="dbench",
-                    workload=workload,
-                    workload_title=TITLES[workload],
-                    rep=rep,
-                    cell_order=list(TITLES).index(workload),
-                    direction=direction,
-                    metric=metric,
-                    unit=UNITS[metric],
-                    value=float(r["value"]),
-                    started_at=started + timedelta(minutes=3 * rep),
-                )
-            )
-    return rows
-
-
-def _runs_vshn(rng: random.Random) -> list[dict]:
-    rows = []
-    t0 = datetime(2024, 5, 6, 9, 0, 0)
-    for sc, (riops, rbw, wiops, wbw, rel) in VSHN_CLASSES.items():
-        cells = [("read-iops", "read", "iops", riops), ("read-bw", "read", "bw_mib_s", rbw)]
-        for (label, _), v in zip(FSYNC, wiops):
-            cells.append((f"write-iops-fsync-{label}", "write", "iops", v))
-        for (label, _), v in zip(FSYNC, wbw):
-            cells.append((f"write-bw-fsync-{label}", "write", "bw_mib_s", v))
-        for rep in range(1, 11):
-            for order, (wl, direction, metric, mean) in enumerate(cells):
-                title = TITLES.get(wl) or wl.replace("write-iops-fsync-", "Write IOPS, fsync=").replace(
-                    "write-bw-fsync-", "Write bandwidth, fsync="
-                )
-                rows.append(
-                    dict(
-                        campaign=CAMPAIGN,
-                        run=f"vshn-{sc}",
-                        occasion=1,
-                        storage_class=sc,
-                        profile="vshn",
-                        workload=wl,
-                        workload_title=title,
-                        rep=rep,
-                        cell_order=order,
-                        direction=direction,
-                        metric=metric,
-                        unit=UNITS[metric],
-                        value=max(1.0, rng.gauss(mean, mean * rel)),
-                        started_at=t0 + timedelta(minutes=rep * 12 + order),
-                    )
-                )
-    return rows
-
-
-def _stats(values: list[float]) -> dict:
-    a = np.asarray(values, dtype=float)
-    n = len(a)
-    mean = float(a.mean())
-    sd = float(a.std(ddof=1)) if n > 1 else 0.0
-    half = float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)) if n > 1 else 0.0
-    return dict(
-        n=n,
-        mean=mean,
-        sd=sd,
-        cv=sd / mean if mean else None,
-        median=float(np.median(a)),
-        q1=float(np.quantile(a, 0.25)),
-        q3=float(np.quantile(a, 0.75)),
-        min=float(a.min()),
-        max=float(a.max()),
-        ci95_low=mean - half,
-        ci95_high=mean + half,
+def _doc(rng: random.Random, *, profile, test, storage_class, rep, order, started, metrics, timing, provisioner):
+    return ResultDocument(
+        identity=CellIdentity(campaign=CAMPAIGN, run=f"{profile}-1", occasion="weekday", storage_class=storage_class,
+                              profile=profile, workload=test.name, rep=rep, order=order),
+        workload=WorkloadSpec(rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes, iodepth=test.iodepth,
+                              numjobs=test.numjobs, rwmixread=test.rwmixread, fsync=test.fsync,
+                              ramp_s=timing.ramp_s, runtime_s=timing.runtime_s, size_bytes=timing.size_bytes,
+                              group=test.group, load=test.load, title=test.title,
+                              headline_metric=test.headline_metric),
+        provenance=Provenance(source="fio", pvbench_version="test", fio_version="fio-3.33",
+                              filesystem="ext4", provisioner=provisioner, node="worker-1",
+                              started_at=started, ended_at=started + timedelta(seconds=timing.runtime_s),
+                              cpu_seconds=round(rng.uniform(2, 9), 2)),
+        metrics=metrics,
     )
 
 
-def _overview_and_box(runs: list[dict]) -> tuple[list[dict], list[dict]]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in runs:
-        groups[(r["campaign"], r["storage_class"], r["profile"], r["workload"], r["direction"], r["metric"])].append(r)
-    overview, box = [], []
-    for (campaign, sc, profile, wl, direction, metric), rs in groups.items():
-        s = _stats([r["value"] for r in rs])
-        base = dict(
-            campaign=campaign,
-            storage_class=sc,
-            profile=profile,
-            workload=wl,
-            workload_title=rs[0]["workload_title"],
-            direction=direction,
-            metric=metric,
-            unit=UNITS[metric],
-        )
-        overview.append(
-            {**base, **s, "better": BETTER[metric], "rank": 0, "mean_pm_sd": f"{s['mean']:.1f} ± {s['sd']:.1f}"}
-        )
-        box.append({**base, **{k: s[k] for k in ("n", "min", "q1", "median", "q3", "max", "mean")}})
-    by_cell: dict[tuple, list[dict]] = defaultdict(list)
-    for o in overview:
-        by_cell[(o["campaign"], o["profile"], o["workload"], o["direction"], o["metric"])].append(o)
-    for rows in by_cell.values():
-        rows.sort(key=lambda o: o["mean"], reverse=rows[0]["better"] == "higher")
-        for i, o in enumerate(rows, 1):
-            o["rank"] = i
-    return overview, box
+def _vshn(rng: random.Random) -> list[ResultDocument]:
+    profile = PROFILES["vshn"]
+    docs = []
+    for sc, (riops, rbw, wiops, wbw, rel) in VSHN_CLASSES.items():
+        for rep in range(1, 11):
+            for order, test in enumerate(profile.tests):
+                if test.name == "read-iops":
+                    iops = riops
+                elif test.name == "read-bw":
+                    iops = rbw * 2**20 / test.bs_bytes
+                else:
+                    label = test.name.rsplit("-", 1)[1]
+                    i = FSYNC_INDEX[label]
+                    iops = wiops[i] if test.group == "iops" else wbw[i] * 2**20 / test.bs_bytes
+                iops = max(1.0, rng.gauss(iops, iops * rel))
+                direction = "read" if test.rw == "randread" else "write"
+                lat = test.iodepth / iops * 1e6
+                metrics = [DirectionMetrics(direction=direction, iops=iops, bw_mib_s=iops * test.bs_bytes / 2**20,
+                                            lat_mean_us=lat, lat_p99_us=lat * 2.5, lat_kind="clat")]
+                started = T0 + timedelta(hours=rep, minutes=order)
+                docs.append(_doc(rng, profile="vshn", test=test, storage_class=sc, rep=rep, order=order,
+                                 started=started, metrics=metrics, timing=profile.timing,
+                                 provisioner="rook-ceph.rbd.csi.ceph.com" if "ceph" in sc else "driver.longhorn.io"))
+    return docs
 
 
-def _fsync(runs: list[dict]) -> list[dict]:
-    out = []
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    for r in runs:
-        if r["profile"] == "vshn" and "-fsync-" in r["workload"]:
-            kind = "iops" if r["workload"].startswith("write-iops") else "bw"
-            label = r["workload"].rsplit("-", 1)[1]
-            groups[(r["campaign"], r["storage_class"], kind, r["metric"], label)].append(r["value"])
-    order = dict(FSYNC)
-    for (campaign, sc, kind, metric, label), vals in groups.items():
-        s = _stats(vals)
-        out.append(
-            dict(
-                campaign=campaign,
-                storage_class=sc,
-                kind=kind,
-                metric=metric,
-                unit=UNITS[metric],
-                fsync_label=label,
-                fsync_order=order[label],
-                n=s["n"],
-                mean=s["mean"],
-                sd=s["sd"],
-                low=s["mean"] - s["sd"],
-                high=s["mean"] + s["sd"],
-            )
-        )
-    return out
+def _sweep(rng: random.Random) -> list[ResultDocument]:
+    profile = PROFILES["sweep"]
+    docs = []
+    for sc, speed in SWEEP_CLASSES.items():
+        for rep in range(1, 4):
+            for order, test in enumerate(profile.tests):
+                depth, base_lat = LOAD[test.load]
+                lat = base_lat / speed * (1 + test.bs_bytes / 65536) * rng.uniform(0.95, 1.05)
+                total = min(depth / (lat / 1e6), 2_000_000 * speed / (1 + test.bs_bytes / 16384))
+                read_share = {"randread": 1.0, "randwrite": 0.0}.get(test.rw, (test.rwmixread or 0) / 100)
+                metrics = []
+                for direction, share in (("read", read_share), ("write", 1 - read_share)):
+                    if share <= 0:
+                        continue
+                    iops = total * share * rng.uniform(0.97, 1.03)
+                    dlat = lat * (1.25 if direction == "write" else 1.0)
+                    metrics.append(DirectionMetrics(direction=direction, iops=iops,
+                                                    bw_mib_s=iops * test.bs_bytes / 2**20, lat_mean_us=dlat,
+                                                    lat_p99_us=dlat * 2.7, lat_kind="clat"))
+                started = T0 + timedelta(days=1, hours=rep, minutes=2 * order)
+                docs.append(_doc(rng, profile="sweep", test=test, storage_class=sc, rep=rep, order=order,
+                                 started=started, metrics=metrics, timing=profile.timing,
+                                 provisioner="nvme.tcp.example.com" if sc == "nvme-tcp" else "rook-ceph.rbd.csi.ceph.com"))
+    return docs
 
 
-def _sweep(rng: random.Random) -> list[dict]:
-    out = []
-    for sc, scale in SWEEP_CLASSES.items():
-        for group, read_share in SWEEP_GROUPS.items():
-            for bs, nbytes in SWEEP_BS:
-                for load in SWEEP_LOADS:
-                    base_lat = {"qd1": 80.0, "qd32": 420.0, "qd1x32": 520.0, "p80": 260.0}[load] / scale
-                    lat = base_lat * (1 + nbytes / 65536)
-                    depth = {"qd1": 1, "qd32": 32, "qd1x32": 32, "p80": 16}[load]
-                    iops_total = min(depth / (lat / 1e6), 2_000_000 * scale / (1 + nbytes / 16384))
-                    dirs = [("read", read_share), ("write", 1 - read_share)]
-                    for direction, share in dirs:
-                        if share == 0:
-                            continue
-                        iops = iops_total * share * rng.uniform(0.97, 1.03)
-                        dlat = lat * (1.25 if direction == "write" else 1.0)
-                        out.append(
-                            dict(
-                                campaign=CAMPAIGN,
-                                storage_class=sc,
-                                wl_group=group,
-                                bs=bs,
-                                bs_bytes=nbytes,
-                                load=load,
-                                direction=direction,
-                                n=3,
-                                iops=iops,
-                                bw_mib_s=iops * nbytes / 2**20,
-                                lat_mean_us=dlat,
-                                lat_p99_us=dlat * 2.7,
-                            )
-                        )
-    return out
-
-
-def _storage_classes(runs: list[dict]) -> list[dict]:
-    by_sc: dict[tuple, list[dict]] = defaultdict(list)
-    for r in runs:
-        by_sc[(r["campaign"], r["storage_class"])].append(r)
-    out = []
-    for (campaign, sc), rs in by_sc.items():
-        profile = rs[0]["profile"]
-        out.append(
-            dict(
-                campaign=campaign,
-                storage_class=sc,
-                n_results=len({(r["run"], r["workload"], r["rep"]) for r in rs}),
-                n_runs=len({(r["run"], r["rep"]) for r in rs}),
-                n_occasions=len({r["occasion"] for r in rs}),
-                profiles=", ".join(sorted({r["profile"] for r in rs} | ({"sweep"} if sc in SWEEP_CLASSES else set()))),
-                provisioner={"dbench": "disk.csi.azure.com", "vshn": "rook-ceph.rbd.csi.ceph.com"}[profile],
-                filesystem="ext4",
-                nodes=3,
-                fio_version="fio-3.33",
-                first_started_at=min(r["started_at"] for r in rs),
-                last_started_at=max(r["started_at"] for r in rs),
-            )
-        )
-    return out
-
-
-SCHEMAS = {
-    "report_runs": pa.schema(
-        [
-            ("campaign", pa.string()), ("run", pa.string()), ("occasion", pa.int32()),
-            ("storage_class", pa.string()), ("profile", pa.string()), ("workload", pa.string()),
-            ("workload_title", pa.string()), ("rep", pa.int32()), ("cell_order", pa.int32()),
-            ("direction", pa.string()), ("metric", pa.string()), ("unit", pa.string()),
-            ("value", pa.float64()), ("started_at", pa.timestamp("us")),
-        ]
-    ),
-}
-
-
-def write_fixture(out: Path, *, thesis_csv: Path, with_vshn: bool = True, with_sweep: bool = True) -> Path:
-    """Write the report_* tables into ``out``; empty vshn/sweep tables when disabled."""
-    rng = random.Random(42)
-    out.mkdir(parents=True, exist_ok=True)
-    runs = _runs_from_thesis(thesis_csv) + (_runs_vshn(rng) if with_vshn else [])
-    overview, box = _overview_and_box(runs)
-    tables = {
-        "report_runs": runs,
-        "report_overview": overview,
-        "report_boxplot": box,
-        "report_fsync": _fsync(runs),
-        "report_sweep": _sweep(rng) if with_sweep else [],
-        "report_storage_classes": _storage_classes(runs),
-    }
-    for name, rows in tables.items():
-        schema = SCHEMAS.get(name)
-        if rows:
-            table = pa.Table.from_pylist(rows, schema=schema)
-        else:
-            table = _empty(name)
-        pq.write_table(table, out / f"{name}.parquet")
-    return out
-
-
-def _empty(name: str) -> pa.Table:
-    cols = {
-        "report_fsync": [
-            ("campaign", pa.string()), ("storage_class", pa.string()), ("kind", pa.string()),
-            ("metric", pa.string()), ("unit", pa.string()), ("fsync_label", pa.string()),
-            ("fsync_order", pa.int32()), ("n", pa.int64()), ("mean", pa.float64()), ("sd", pa.float64()),
-            ("low", pa.float64()), ("high", pa.float64()),
-        ],
-        "report_sweep": [
-            ("campaign", pa.string()), ("storage_class", pa.string()), ("wl_group", pa.string()),
-            ("bs", pa.string()), ("bs_bytes", pa.int64()), ("load", pa.string()), ("direction", pa.string()),
-            ("n", pa.int64()), ("iops", pa.float64()), ("bw_mib_s", pa.float64()),
-            ("lat_mean_us", pa.float64()), ("lat_p99_us", pa.float64()),
-        ],
-    }[name]
-    return pa.schema(cols).empty_table()
-
-
-if __name__ == "__main__":
-    import sys
-
-    write_fixture(Path(sys.argv[1]), thesis_csv=Path(sys.argv[2]))
+def write_synthetic_results(store_dir: Path, seed: int = 2026) -> int:
+    """Write the synthetic vshn and sweep results into the directory store; returns how many."""
+    rng = random.Random(seed)
+    store = open_store(str(store_dir))
+    docs = _vshn(rng) + _sweep(rng)
+    for d in docs:
+        store.put_bytes(key_of(d).result_key(), d.to_json())
+    return len(docs)

@@ -1,0 +1,281 @@
+"""Build the Evidence report (reports/) from the analytics layer's report_* Parquet tables.
+
+The Evidence project lives in the repository's ``reports/`` (or ``$PVBENCH_REPORTS_DIR``) and
+must have been installed with ``ci/install-report.sh`` (npm ci + the air-gapped Parquet patch).
+A build copies the tables into ``reports/data/``, runs ``evidence sources`` and
+``evidence build`` there (about 1–2 minutes, ~3 GB of RAM) and copies the static site out.
+Nothing is downloaded: the build works on an air-gapped machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Iterator
+
+from rich.console import Console
+
+# The data contract: the tables (and columns) the report pages read. Types are DuckDB types,
+# used only to write an empty table when the analytics output lacks one.
+REPORT_TABLES: dict[str, dict[str, str]] = {
+    "report_overview": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
+        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
+        "n": "BIGINT", "mean": "DOUBLE", "sd": "DOUBLE", "cv": "DOUBLE", "median": "DOUBLE", "q1": "DOUBLE",
+        "q3": "DOUBLE", "min": "DOUBLE", "max": "DOUBLE", "ci95_low": "DOUBLE", "ci95_high": "DOUBLE",
+        "better": "VARCHAR", "rank": "BIGINT", "mean_pm_sd": "VARCHAR",
+    },
+    "report_boxplot": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
+        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
+        "n": "BIGINT", "min": "DOUBLE", "q1": "DOUBLE", "median": "DOUBLE", "q3": "DOUBLE", "max": "DOUBLE",
+        "mean": "DOUBLE",
+    },
+    "report_fsync": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "kind": "VARCHAR", "metric": "VARCHAR",
+        "unit": "VARCHAR", "fsync_label": "VARCHAR", "fsync_order": "INTEGER", "n": "BIGINT",
+        "mean": "DOUBLE", "sd": "DOUBLE", "low": "DOUBLE", "high": "DOUBLE",
+    },
+    "report_sweep": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "wl_group": "VARCHAR", "bs": "VARCHAR",
+        "bs_bytes": "BIGINT", "load": "VARCHAR", "direction": "VARCHAR", "n": "BIGINT", "iops": "DOUBLE",
+        "bw_mib_s": "DOUBLE", "lat_mean_us": "DOUBLE", "lat_p99_us": "DOUBLE",
+    },
+    "report_storage_classes": {
+        "campaign": "VARCHAR", "storage_class": "VARCHAR", "n_results": "BIGINT", "n_runs": "BIGINT",
+        "n_occasions": "BIGINT", "profiles": "VARCHAR", "provisioner": "VARCHAR", "filesystem": "VARCHAR",
+        "nodes": "VARCHAR", "fio_version": "VARCHAR", "first_started_at": "TIMESTAMPTZ",
+        "last_started_at": "TIMESTAMPTZ",
+    },
+    "report_runs": {
+        "campaign": "VARCHAR", "run": "VARCHAR", "occasion": "VARCHAR", "storage_class": "VARCHAR",
+        "profile": "VARCHAR", "workload": "VARCHAR", "workload_title": "VARCHAR", "rep": "INTEGER",
+        "cell_order": "INTEGER", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
+        "value": "DOUBLE", "started_at": "TIMESTAMPTZ",
+    },
+}
+# Tables that are empty when a profile did not run (the pages show a note instead).
+OPTIONAL_TABLES = ("report_fsync", "report_sweep")
+
+PATCH_MARKER = "pvbench-offline-parquet"
+DEFAULT_TITLE = "pvbench report"
+STEP_TIMEOUT_S = 900.0
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class ReportError(RuntimeError):
+    """The report could not be built; the message says why and what to do."""
+
+
+def reports_dir() -> Path:
+    """The Evidence project: $PVBENCH_REPORTS_DIR, else the repository's reports/."""
+    env = os.environ.get("PVBENCH_REPORTS_DIR") or os.environ.get("PVBENCH_REPORT_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return (Path(__file__).resolve().parents[3] / "reports").resolve()
+
+
+def check_installed(project: Path | None = None) -> Path:
+    """The Evidence project directory, or a ReportError saying how to install it."""
+    project = project or reports_dir()
+    hint = "run ci/install-report.sh (npm ci in reports/ plus the air-gapped Parquet patch)"
+    if not (project / "package.json").is_file() or not (project / "evidence.config.yaml").is_file():
+        raise ReportError(
+            f"no Evidence project at {project}; set PVBENCH_REPORTS_DIR to the pvbench reports/ directory"
+        )
+    if shutil.which("node") is None:
+        raise ReportError(f"node is not installed (Node.js 20 with npm is needed); then {hint}")
+    cli = project / "node_modules" / "@evidence-dev" / "evidence" / "cli.js"
+    if not cli.is_file():
+        raise ReportError(f"{project}/node_modules is missing: {hint}")
+    usql = project / "node_modules" / "@evidence-dev" / "universal-sql" / "src" / "client-duckdb" / "node.js"
+    if not usql.is_file() or PATCH_MARKER not in usql.read_text(encoding="utf-8", errors="replace"):
+        raise ReportError(
+            "the Evidence install lacks the air-gapped Parquet patch (the build would try to download "
+            f"DuckDB's parquet extension and hang offline): {hint}"
+        )
+    return project
+
+
+def _columns(con, path: Path) -> dict[str, str]:
+    rows = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def stage_data(data_dir: Path, target: Path) -> dict[str, int]:
+    """Check the report_* tables against the contract and copy them into ``target``.
+
+    A missing optional table (a profile that did not run) is written empty. Returns row counts.
+    """
+    import duckdb  # pvbench's own DuckDB, only to check and write Parquet
+
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise ReportError(f"data directory {data_dir} does not exist (write it with `pvbench aggregate --out DIR`)")
+    present = {p.stem for p in data_dir.glob("report_*.parquet")}
+    missing_required = [t for t in REPORT_TABLES if t not in present and t not in OPTIONAL_TABLES]
+    if missing_required:
+        raise ReportError(
+            f"{data_dir} lacks {', '.join(t + '.parquet' for t in missing_required)}: "
+            "point --data at the Parquet output of `pvbench aggregate`"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.parquet"):
+        old.unlink()
+    counts: dict[str, int] = {}
+    con = duckdb.connect()
+    try:
+        problems = []
+        for table, schema in REPORT_TABLES.items():
+            src = data_dir / f"{table}.parquet"
+            dst = target / f"{table}.parquet"
+            if not src.is_file():
+                cols = ", ".join(f'NULL::{typ} AS "{col}"' for col, typ in schema.items())
+                con.execute(f"COPY (SELECT {cols} LIMIT 0) TO '{_sql_str(dst)}' (FORMAT parquet)")
+                counts[table] = 0
+                continue
+            have = _columns(con, src)
+            lacking = [c for c in schema if c not in have]
+            if lacking:
+                problems.append(f"{table}.parquet lacks column(s) {', '.join(lacking)}")
+                continue
+            shutil.copyfile(src, dst)
+            counts[table] = con.execute("SELECT count(*) FROM read_parquet(?)", [str(src)]).fetchone()[0]
+        if problems:
+            raise ReportError("the data does not match the report's contract: " + "; ".join(problems))
+    finally:
+        con.close()
+    return counts
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+@contextmanager
+def _project_lock(project: Path) -> Iterator[None]:
+    """One build at a time per Evidence project (it builds in place)."""
+    lock_path = project / ".pvbench-build.lock"
+    with open(lock_path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            Console(stderr=True).print(f"waiting for another report build in {project} …")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _run_step(cmd: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, label: str,
+              status, timeout_s: float) -> None:
+    """Run one Evidence command, streaming its output into the log and the spinner."""
+    started = time.monotonic()
+    tail: deque[str] = deque(maxlen=40)
+    lines: queue.Queue[str | None] = queue.Queue()
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"\n$ {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+
+        def reader() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=reader, daemon=True).start()
+        last = ""
+        done = False
+        while not done:
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                line = ""
+            if line is None:
+                done = True
+            elif line:
+                clean = _ANSI.sub("", line).rstrip()
+                log.write(clean + "\n")
+                if clean.strip():
+                    tail.append(clean)
+                    last = clean.strip()
+            elapsed = time.monotonic() - started
+            if status is not None:
+                status.update(f"[bold]{label}[/] {elapsed:4.0f}s  [dim]{last[:70]}[/]")
+            if elapsed > timeout_s:
+                os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                raise ReportError(
+                    f"{label} did not finish within {timeout_s:.0f}s (log: {log_path}). If it hung, check "
+                    "that ci/install-report.sh applied the air-gapped Parquet patch."
+                )
+        code = proc.wait()
+    if code != 0:
+        raise ReportError(f"{label} failed (exit {code}); log: {log_path}\n" + "\n".join(tail))
+
+
+def _is_site(path: Path) -> bool:
+    return (path / "index.html").is_file() and (path / "_app").is_dir()
+
+
+def build_report(data_dir: Path, out_dir: Path, *, title: str | None = None,
+                 timeout_s: float = STEP_TIMEOUT_S, quiet: bool = False) -> Path:
+    """Build the static report site from ``data_dir``'s report_* Parquet tables into ``out_dir``.
+
+    Returns ``out_dir``. Serve it over HTTP (``serve_report``); asset paths are absolute.
+    """
+    project = check_installed()
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and any(out_dir.iterdir()) and not _is_site(out_dir):
+        raise ReportError(f"{out_dir} exists and is not a pvbench report; choose an empty or new directory")
+    console = Console(stderr=True, quiet=quiet)
+    node = shutil.which("node")
+    assert node is not None
+    cli = str(project / "node_modules" / "@evidence-dev" / "evidence" / "cli.js")
+    env = {
+        **os.environ,
+        "PATH": f"{project / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "VITE_PVBENCH_TITLE": title or DEFAULT_TITLE,
+        "NO_COLOR": "1",
+        "FORCE_COLOR": "0",
+        "NO_UPDATE_NOTIFIER": "1",
+        "npm_config_update_notifier": "false",
+    }
+    started = time.monotonic()
+    with _project_lock(project):
+        log_path = project / ".evidence" / "pvbench-build.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("")
+        counts = stage_data(Path(data_dir), project / "data")
+        status_cm = console.status("Building the report …") if not quiet else nullcontext()
+        with status_cm as status:
+            _run_step([node, cli, "sources", "--strict"], cwd=project, env=env, log_path=log_path,
+                      label="evidence sources", status=status, timeout_s=timeout_s)
+            _run_step([node, cli, "build:strict"], cwd=project, env=env, log_path=log_path,
+                      label="evidence build (1–2 min)", status=status, timeout_s=timeout_s)
+        built = project / "build"
+        if not _is_site(built):
+            raise ReportError(f"evidence build finished but {built} holds no site; log: {log_path}")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(built, out_dir)
+    rows = ", ".join(f"{t.removeprefix('report_')} {n}" for t, n in counts.items())
+    console.print(f"report built in {time.monotonic() - started:.0f}s → {out_dir}  [dim]({rows})[/]")
+    return out_dir

@@ -1,0 +1,112 @@
+// Headless Chromium check of a built pvbench report (used by test_report.py).
+//
+//   node report_browser.mjs '{"reports": "/path/reports", "base": "http://127.0.0.1:8000",
+//                             "pages": [{"name": "index", "path": "/"}], "outDir": "/tmp/shots"}'
+//
+// For every page: loads it, waits until the charts are drawn, measures how much of each
+// ECharts canvas is painted, collects the page text, failed/outbound requests and console
+// errors, and saves a full-page screenshot. Prints one JSON object on stdout.
+// playwright-core comes from reports/node_modules (devDependency); the browser is Debian's
+// /usr/bin/chromium (never `playwright install`). Outbound DNS is blocked in the browser, so an
+// attempted internet fetch shows up as a failed, non-loopback request.
+
+import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+const args = JSON.parse(process.argv[2]);
+const require = createRequire(path.join(args.reports, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const origin = new URL(args.base).origin;
+mkdirSync(args.outDir, { recursive: true });
+
+const browser = await chromium.launch({
+	executablePath: args.chromium ?? '/usr/bin/chromium',
+	args: ['--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1', '--no-sandbox']
+});
+const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+const requests = [];
+const failed = [];
+const bad = [];
+context.on('request', (r) => requests.push(r.url()));
+context.on('requestfailed', (r) => failed.push({ url: r.url(), error: r.failure()?.errorText }));
+context.on('response', (r) => r.status() >= 400 && bad.push({ url: r.url(), status: r.status() }));
+
+/** Painted share of every ECharts canvas on the page (0 = blank). */
+async function chartStats(page) {
+	return page.evaluate(() => {
+		const out = [];
+		for (const el of document.querySelectorAll('[_echarts_instance_]')) {
+			const canvas = el.querySelector('canvas');
+			const svg = el.querySelector('svg');
+			const box = el.getBoundingClientRect();
+			const entry = { width: Math.round(box.width), height: Math.round(box.height) };
+			if (canvas) {
+				const ctx = canvas.getContext('2d');
+				const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+				let painted = 0;
+				const colours = new Set();
+				for (let i = 0; i < data.length; i += 4) {
+					const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+					if (a > 0 && !(r > 245 && g > 245 && b > 245)) {
+						painted++;
+						if (colours.size < 64) colours.add(`${r >> 4},${g >> 4},${b >> 4}`);
+					}
+				}
+				entry.kind = 'canvas';
+				entry.painted = painted / (data.length / 4);
+				entry.colours = colours.size;
+			} else if (svg) {
+				entry.kind = 'svg';
+				entry.svgElements = svg.querySelectorAll('path, rect, circle, text').length;
+			}
+			// ECharts paints titles into the canvas; the pages repeat title, unit and n in the
+			// chart's aria-label (ECharts' aria option) for screen readers, and for this check
+			entry.label = el.getAttribute('aria-label') ?? '';
+			out.push(entry);
+		}
+		return out;
+	});
+}
+
+const results = [];
+for (const { name, path: p, minCharts = 0 } of args.pages) {
+	const page = await context.newPage();
+	const consoleErrors = [];
+	page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text().slice(0, 500)));
+	page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message.slice(0, 500)}`));
+	const url = origin + p;
+	const res = await page.goto(url, { waitUntil: 'networkidle', timeout: 120_000 });
+	// charts are drawn after load (ECharts animations, browser-side DuckDB for inputs)
+	const deadline = Date.now() + (args.waitMs ?? 30_000);
+	let charts = [];
+	while (Date.now() < deadline) {
+		await page.waitForTimeout(1000);
+		charts = await chartStats(page);
+		const drawn = charts.filter((c) => (c.painted ?? 0) > 0.005 || (c.svgElements ?? 0) > 5);
+		if (charts.length >= minCharts && drawn.length === charts.length) break;
+	}
+	await page.waitForTimeout(1500); // let the last animation settle before the screenshot
+	charts = await chartStats(page);
+	const screenshot = path.join(args.outDir, `${name}.png`);
+	await page.screenshot({ path: screenshot, fullPage: true });
+	await page.screenshot({ path: path.join(args.outDir, `${name}-top.png`) }); // first screen, full size
+	results.push({
+		name,
+		url,
+		status: res?.status() ?? 0,
+		title: await page.title(),
+		text: await page.evaluate(() => document.body.innerText),
+		charts,
+		consoleErrors,
+		screenshot
+	});
+	await page.close();
+}
+await browser.close();
+
+const external = requests.filter(
+	(u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')
+);
+console.log(JSON.stringify({ pages: results, requests, external, failed, bad }));

@@ -1,0 +1,287 @@
+"""The Evidence report, built for real and looked at in headless Chromium.
+
+Two builds (module-scoped, ~2–3 min each), both from the real pipeline
+(`pvbench import thesis-csv` + `pvbench aggregate`):
+- thesis: the thesis's Azure appendix only (dbench) — the vshn and sweep tables are empty,
+  so their pages must show a note instead of breaking;
+- full: the thesis plus synthetic vshn and sweep results (report_fixture.py) — fsync series and
+  block size curves, built with the `pvbench report build` CLI under `unshare -n` (no network
+  at all) when the machine allows it.
+Every page is opened in Chromium (outbound DNS blocked): charts must be painted, key numbers
+present, no request may leave loopback. Screenshots go to $PVBENCH_ARTIFACTS/report/
+(default /tmp/pvbench-artifacts/report/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pvbench.report import REPORT_TABLES, ReportError, build_report, check_installed, stage_data, start_server
+from report_fixture import write_synthetic_results
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parents[1]
+THESIS_CSV = REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"
+ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
+BROWSER_JS = TESTS / "report_browser.mjs"
+
+# Table 6.1 of the thesis (averages of all 20 runs), as the overview prints them (mean ± sd)
+THESIS_MEANS = {
+    "Random read IOPS": "3991.8 ± 119.5",
+    "Random write IOPS": "975.2 ± 32.0",
+    "Read latency": "1007.5 ± 38.2",
+    "Write latency": "4157.3 ± 250.6",
+    "Random read bandwidth": "186.3 ± 10.1",
+}
+PORTWORX_READ_IOPS = "35745.0 ± 8231.0"
+
+
+def pvbench(*args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "pvbench.cli", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, f"pvbench {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+def can_unshare_net() -> bool:
+    if not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+
+
+@dataclass
+class Site:
+    name: str
+    site: Path
+    url: str
+    browse: dict
+
+    def page(self, name: str) -> dict:
+        return next(p for p in self.browse["pages"] if p["name"] == name)
+
+
+def browse(reports: Path, base: str, out_dir: Path, pages: list[dict]) -> dict:
+    node = shutil.which("node")
+    assert node, "node is not installed"
+    args = {"reports": str(reports), "base": base, "outDir": str(out_dir), "pages": pages}
+    proc = subprocess.run([node, str(BROWSER_JS), json.dumps(args)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"browser check failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    (out_dir / "browse.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    return result
+
+
+def painted(chart: dict) -> bool:
+    """Not blank: a real share of the canvas is drawn, in more than one colour."""
+    return chart.get("painted", 0) > 0.01 and chart.get("colours", 0) >= 3
+
+
+@pytest.fixture(scope="module")
+def reports() -> Path:
+    try:
+        return check_installed()
+    except ReportError as exc:
+        pytest.fail(f"{exc}  (ci/install-report.sh)")
+
+
+@pytest.fixture(scope="module")
+def thesis_site(reports, tmp_path_factory) -> Site:
+    """The thesis only (dbench): built in-process with build_report()."""
+    work = tmp_path_factory.mktemp("report-thesis")
+    pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
+    pvbench("aggregate", "--store", str(work / "store"), "--campaign", "thesis", "--out", str(work / "data"))
+    site = build_report(work / "data", work / "site", title="Thesis (Azure)", quiet=True)
+    server, url = start_server(site)
+    try:
+        shots = ARTIFACTS / "thesis"
+        result = browse(reports, url, shots, [
+            {"name": "index", "path": "/"},
+            {"name": "boxplots", "path": "/boxplots/", "minCharts": 10},
+            {"name": "fsync-empty", "path": "/fsync/"},
+            {"name": "sweep-empty", "path": "/sweep/"},
+            {"name": "storage-classes", "path": "/storage-classes/"},
+            {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
+            {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},
+        ])
+        yield Site("thesis", site, url, result)
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def full_site(reports, tmp_path_factory) -> Site:
+    """Thesis + synthetic vshn and sweep: built with the CLI, without network if possible."""
+    work = tmp_path_factory.mktemp("report-full")
+    write_synthetic_results(work / "store")
+    pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
+    pvbench("aggregate", "--store", str(work / "store"), "--out", str(work / "data"))
+    cmd = [sys.executable, "-m", "pvbench.cli", "report", "build", "--data", str(work / "data"),
+           "--out", str(work / "site"), "--title", "pvbench test report"]
+    offline = can_unshare_net()
+    if offline:
+        cmd = ["unshare", "-n", *cmd]  # a network namespace with only a (down) loopback
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, f"report build failed (offline={offline}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "full-build.txt").write_text(f"built without network: {offline}\n{proc.stderr}")
+    server, url = start_server(work / "site")
+    try:
+        result = browse(reports, url, ARTIFACTS / "full", [
+            {"name": "index", "path": "/"},
+            {"name": "boxplots", "path": "/boxplots/", "minCharts": 20},
+            {"name": "fsync", "path": "/fsync/", "minCharts": 2},
+            {"name": "sweep", "path": "/sweep/", "minCharts": 18},
+            {"name": "class-rook-ceph-rbd", "path": "/storage-classes/rook-ceph-rbd/", "minCharts": 30},
+            {"name": "class-nvme-tcp", "path": "/storage-classes/nvme-tcp/", "minCharts": 18},
+        ])
+        yield Site("full", work / "site", url, result)
+    finally:
+        server.shutdown()
+
+
+# ------------------------------------------------------------------ quick (no build)
+
+def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
+    project = tmp_path / "reports"
+    project.mkdir()
+    for name in ("package.json", "evidence.config.yaml"):
+        shutil.copy(REPO / "reports" / name, project / name)
+    monkeypatch.setenv("PVBENCH_REPORTS_DIR", str(project))
+    with pytest.raises(ReportError, match="install-report.sh"):
+        build_report(tmp_path / "data", tmp_path / "site", quiet=True)
+
+
+def test_stage_data_checks_the_contract(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    con = duckdb.connect()
+    for table, schema in REPORT_TABLES.items():
+        if table in ("report_fsync", "report_sweep"):
+            continue  # optional: a profile that did not run
+        cols = ", ".join(f'NULL::{t} AS "{c}"' for c, t in schema.items())
+        con.execute(f"COPY (SELECT {cols}) TO '{data / (table + '.parquet')}' (FORMAT parquet)")
+    counts = stage_data(data, tmp_path / "staged")
+    assert counts["report_fsync"] == 0 and counts["report_sweep"] == 0
+    assert (tmp_path / "staged" / "report_sweep.parquet").is_file()
+    # a column missing from the contract is named in the error
+    con.execute(f"COPY (SELECT 'c' AS campaign) TO '{data / 'report_overview.parquet'}' (FORMAT parquet)")
+    with pytest.raises(ReportError, match="report_overview.parquet lacks column"):
+        stage_data(data, tmp_path / "staged")
+    (data / "report_runs.parquet").unlink()
+    with pytest.raises(ReportError, match="report_runs.parquet"):
+        stage_data(data, tmp_path / "staged")
+
+
+# ------------------------------------------------------------------ thesis build
+
+@pytest.mark.slow
+def test_thesis_overview_shows_table_6_1(thesis_site):
+    index = thesis_site.page("index")
+    assert index["status"] == 200
+    text = index["text"]
+    assert "Thesis (Azure)" in text
+    for workload, mean_pm_sd in THESIS_MEANS.items():
+        assert workload in text and mean_pm_sd in text, workload
+    assert PORTWORX_READ_IOPS in text
+    for sc in ("Azure Disk Storage", "Portworx", "OpenEBS", "Rook-Ceph"):
+        assert sc in text
+    for unit in ("IOPS", "MiB/s", "µs"):
+        assert unit in text
+
+
+@pytest.mark.slow
+def test_thesis_box_plots_are_drawn_with_unit_and_n(thesis_site):
+    page = thesis_site.page("boxplots")
+    assert len(page["charts"]) == 10, page["charts"]
+    assert all(painted(c) for c in page["charts"]), page["charts"]
+    labels = [c["label"] for c in page["charts"]]  # title, unit and n of every figure
+    assert all("n = 20 per storage class" in lb and "unit: " in lb for lb in labels), labels
+    assert any(lb.startswith("Random read IOPS — read (IOPS)") for lb in labels), labels
+    assert any(lb.startswith("Read latency — read (µs)") and lb.endswith("unit: µs") for lb in labels), labels
+
+
+@pytest.mark.slow
+def test_thesis_storage_class_pages(thesis_site):
+    for name, mean in (("class-azure", THESIS_MEANS["Write latency"]), ("class-portworx", PORTWORX_READ_IOPS)):
+        page = thesis_site.page(name)
+        assert page["status"] == 200
+        assert len(page["charts"]) == 10 and all(painted(c) for c in page["charts"]), (name, page["charts"])
+        assert mean in page["text"]
+        assert all("n = 20 results" in c["label"] for c in page["charts"]), page["charts"]
+    assert "Azure Disk Storage" in thesis_site.page("storage-classes")["text"]
+    assert (thesis_site.site / "storage-classes" / "Azure Disk Storage" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_profiles_that_did_not_run_show_a_note(thesis_site):
+    fsync = thesis_site.page("fsync-empty")
+    assert "No fsync series in this data set" in fsync["text"] and not fsync["charts"]
+    sweep = thesis_site.page("sweep-empty")
+    assert "No block size / queue depth sweep" in sweep["text"] and not sweep["charts"]
+
+
+# ------------------------------------------------------------------ full build
+
+@pytest.mark.slow
+def test_fsync_series_is_drawn(full_site):
+    page = full_site.page("fsync")
+    assert len(page["charts"]) == 2 and all(painted(c) for c in page["charts"]), page["charts"]
+    text = page["text"]
+    for sc in ("rook-ceph-rbd", "cephfs", "longhorn"):
+        assert sc in text
+    labels = sorted(c["label"] for c in page["charts"])
+    assert "(IOPS)" in labels[0] + labels[1] and "(MiB/s)" in labels[0] + labels[1], labels
+    assert all("mean ± sd" in lb and "n = 10 per point" in lb for lb in labels), labels
+
+
+@pytest.mark.slow
+def test_sweep_curves_are_drawn(full_site):
+    # the sweep page filters with a Dropdown: its query runs in the browser's DuckDB,
+    # on tables loaded through the air-gapped Parquet path
+    page = full_site.page("sweep")
+    assert len(page["charts"]) == 18, page["charts"]  # 6 group/direction panels × IOPS, MiB/s, latency
+    assert all(painted(c) for c in page["charts"]), page["charts"]
+    labels = [c["label"] for c in page["charts"]]
+    assert all("n = 3 per point" in lb for lb in labels), labels
+    assert sum("Mean latency (µs, log scale)" in lb for lb in labels) == 6, labels
+    assert "Random read — read" in page["text"] and "Balanced mix 50/50 — write" in page["text"]
+    nvme = full_site.page("class-nvme-tcp")
+    assert len(nvme["charts"]) == 18 and all(painted(c) for c in nvme["charts"])
+
+
+@pytest.mark.slow
+def test_full_report_has_every_profile(full_site):
+    index = full_site.page("index")["text"]
+    for section in ("imported · thesis", "vshn · synthetic", "sweep · synthetic"):
+        assert section in index
+    box = full_site.page("boxplots")
+    assert len(box["charts"]) == 20 and all(painted(c) for c in box["charts"])
+    rbd = full_site.page("class-rook-ceph-rbd")
+    # 10 vshn run panels + 2 fsync charts + 18 sweep curves
+    assert len(rbd["charts"]) == 30 and all(painted(c) for c in rbd["charts"]), rbd["charts"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["thesis_site", "full_site"])
+def test_no_request_leaves_loopback_and_no_errors(which, request):
+    site: Site = request.getfixturevalue(which)
+    assert site.browse["external"] == []
+    assert site.browse["bad"] == []  # no 404s etc. on the site itself
+    # the site's data really went through the browser's DuckDB (Parquet via parquet-wasm)
+    assert any(u.endswith(".parquet") for u in site.browse["requests"])
+    assert any("arrow1_bg" in u and u.endswith(".wasm") for u in site.browse["requests"])
+    for page in site.browse["pages"]:
+        assert page["status"] == 200, page["url"]
+        assert not page["consoleErrors"], (page["url"], page["consoleErrors"])
+        for chart in page["charts"]:  # every figure carries its unit and n
+            assert "n = " in chart["label"] and any(u in chart["label"] for u in ("IOPS", "MiB/s", "µs")), chart
+        shot = Path(page["screenshot"])
+        assert shot.is_file() and shot.stat().st_size > 20_000
