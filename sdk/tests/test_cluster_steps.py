@@ -7,19 +7,21 @@ its container, command and args with this run's parameters (and the fan-out's ce
 substituted, security context, volumes (the cell's PVC of a real storage class, as a
 generic ephemeral volume), env, node selector, affinity and labels, under the chart's
 ServiceAccount. One run goes through the DAG: validate -> expand -> one benchmark-cell
-per cell over ext4, XFS and tmpfs -> aggregate (results fetched from MinIO, Parquet
-back to it) -> report (the Evidence site) -> cleanup (the exit handler).
+per cell over ext4, XFS and tmpfs -> adaptive-check (the adaptive loop's check: results
+fetched from MinIO, next cells as output parameters) -> aggregate (results fetched from
+MinIO, Parquet back to it) -> report (the Evidence site) -> cleanup (the exit handler).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import secrets
 
 import pytest
 
-from argo_helpers import dag_tasks, task_inputs, templates_by_name, workflow_context
+from argo_helpers import dag_tasks, step_context, task_inputs, templates_by_name, workflow_context
 from cluster_helpers import (
     MEDIUM,
     NAMESPACE,
@@ -30,6 +32,7 @@ from cluster_helpers import (
     pod_minio,
     rendered_templates,
     require_kube,
+    required,
     step,
 )
 from pvbench.results import ResultDocument
@@ -151,11 +154,36 @@ def test_aggregated_numbers_differ_between_media_as_they_should(dag):
     print("\nheadline IOPS by medium:", {f"{sc}/{t}": round(v) for (sc, t), v in sorted(head.items())})
 
 
+def test_adaptive_check_step_names_the_next_cells(wt, ctx, dag):
+    """The adaptive loop's check over the run's results (fetched by the init container): with one
+    repetition each, every cell needs another; the answer comes back as output parameters."""
+    require_kube()
+    on = {**ctx, "workflow.parameters.adaptive-target": "0.05"}
+    call = dag_tasks(wt)["adaptive"]
+    level = step_context(templates_by_name(wt)[call["template"]], on, task_inputs(call, on))
+    res = step(wt, "adaptive-check", on, task_inputs(dag_tasks(wt, "adaptive")["check"], level)).run_pod()
+    assert res.phase == "Succeeded", res.describe()
+    assert results_prefix(PARAMS["campaign"], RUN) in res.logs["init"]
+    params = {p["name"]: p["value"] for p in res.outputs["parameters"]}
+    assert params["more"] == "true", res.describe()
+    nxt = json.loads(params["next"])
+    assert sorted((i["storage_class"], i["workload"]) for i in nxt) == \
+        sorted((c["storage_class"], c["workload"]) for c in dag["cells"])
+    assert {i["rep"] for i in nxt} == {2}
+    assert sorted(i["order"] for i in nxt) == list(range(len(dag["cells"]), 2 * len(dag["cells"])))
+    for i in nxt:
+        assert i["key"] == CellKey(PARAMS["campaign"], RUN, PARAMS["occasion"], i["storage_class"], "dbench",
+                                   i["workload"], 2).prefix()
+
+
 def test_report_step_builds_the_site(wt, ctx, dag):
     k = require_kube()
     have = k.run("get", "--raw", "/api/v1/nodes/localhost", namespace=None).stdout
     if REPORT_IMAGE.split(":")[0] not in have:
-        pytest.skip(f"{REPORT_IMAGE} is not on the node (PVBENCH_CLUSTER_REPORT_IMAGE=0?)")
+        msg = f"{REPORT_IMAGE} is not on the node (up.sh with PVBENCH_CLUSTER_REPORT_IMAGE=0?)"
+        if required() and os.environ.get("PVBENCH_CLUSTER_REPORT_IMAGE", "1") != "0":
+            pytest.fail(msg)
+        pytest.skip(msg)
     tasks = dag_tasks(wt)
     report = step(wt, "report", ctx, task_inputs(tasks["report"], ctx),
                   input_keys={"analytics": dag["tables_key"]})  # from: tasks.aggregate.outputs.artifacts.analytics
@@ -185,4 +213,5 @@ def test_cleanup_exit_handler_deletes_the_runs_pvcs(wt, ctx):
 def test_every_container_template_was_run(wt):
     """This module covers every container/resource template of the WorkflowTemplate."""
     runnable = {n for n, t in templates_by_name(wt).items() if "container" in t or "script" in t or "resource" in t}
-    assert runnable == {"validate", "expand", "benchmark-cell", "aggregate", "report", "cleanup"}, runnable
+    assert runnable == {"validate", "expand", "benchmark-cell", "adaptive-check", "aggregate", "report", "cleanup"}, \
+        runnable
