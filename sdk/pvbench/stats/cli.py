@@ -187,12 +187,24 @@ def ci_check(
     pool_occasions: Annotated[bool, typer.Option(
         help="Judge each cell over all runs and occasions together (default: per run × occasion)")] = False,
     exit_zero: Annotated[bool, typer.Option(help="Exit 0 even when cells need more repetitions")] = False,
+    seed: Annotated[Optional[int], typer.Option(
+        help="Shuffle the next cells with this seed (and --round), as local mode's rounds do")] = None,
+    round_: Annotated[int, typer.Option("--round", min=1, help="Which adaptive round this check opens "
+                                        "(varies the shuffle from round to round)")] = 1,
+    outputs: Annotated[Optional[Path], typer.Option(
+        help="Also write next.json (the next list) and more (true/false: another round is needed) into "
+             "this directory, for Argo output parameters")] = None,
 ) -> None:
     """Is every cell's mean precise enough? Prints JSON; exit 0 if so, 1 if some cells need more reps.
 
     The JSON's "next" list has one item per cell to repeat, shaped like `pvbench expand` output
-    (campaign, run, occasion, storage_class, profile, workload, rep, key), for an Argo loop.
+    (campaign, run, occasion, storage_class, profile, workload, rep, order, key), for an Argo loop:
+    rep is the cell's next repetition, order continues after the run's last cell, key is the
+    store key of that repetition. A cell with max-reps values is done (the cap), so repeating
+    the `next` cells until it is empty ends after at most max-reps rounds.
     """
+    import random
+
     from pvbench.analytics import AnalyticsError, build_tables
     from pvbench.stats.adaptive import AdaptiveSettings, assess
     from pvbench.store import CellKey, open_store
@@ -206,6 +218,9 @@ def ci_check(
     rows = con.execute("""
         select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep
         from measurements where is_headline""").fetchall()
+    # where the next cells go in the run's order: after every cell the run has so far
+    last_order = dict(con.execute("select run, max(coalesce(cell_order, 0)) from measurements group by run")
+                      .fetchall())
     fields = ("campaign", "storage_class", "profile", "workload") if pool_occasions else \
         ("campaign", "run", "occasion", "storage_class", "profile", "workload")
     index = {"campaign": 0, "run": 1, "occasion": 2, "storage_class": 3, "profile": 4, "workload": 5}
@@ -237,6 +252,13 @@ def ci_check(
         nxt["key"] = CellKey(nxt["campaign"], nxt["run"], nxt["occasion"], nxt["storage_class"], nxt["profile"],
                              nxt["workload"], nxt["rep"]).prefix()
         next_cells.append(nxt)
+    if seed is not None:  # randomized interleaving within the round, like `pvbench expand` and local mode
+        random.Random(seed * 1000 + round_).shuffle(next_cells)
+    for nxt in next_cells:
+        last_order[nxt["run"]] = last_order.get(nxt["run"], -1) + 1
+        nxt["order"] = last_order[nxt["run"]]
+        if seed is not None:
+            nxt["seed"] = seed
     worst = max((p.half_width for p in results if not math.isinf(p.half_width)), default=None)
     report = {
         "precise": not needing,
@@ -248,6 +270,10 @@ def ci_check(
         "next": next_cells,
     }
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    if outputs is not None:
+        outputs.mkdir(parents=True, exist_ok=True)
+        (outputs / "next.json").write_text(json.dumps(next_cells) + "\n")
+        (outputs / "more").write_text("true" if next_cells else "false")
     if needing and not exit_zero:
         raise typer.Exit(1)
 
