@@ -1,7 +1,10 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
-    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ aggregate ─▶ report
+    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ adaptive ─▶ aggregate ─▶ report
                                                      exit handler: cleanup (PVCs)
+
+    adaptive (only when adaptive-target is not "off"; skipped otherwise), one round:
+        check (ci-check) ─▶ benchmark-cell × next (withParam) ─▶ adaptive (round + 1)
 
 Every step is a ``pvbench`` command; this file only says how Argo wires them.
 Rendered to templates/benchmark.yaml by ``pvbench render`` (never edit that file).
@@ -64,6 +67,27 @@ MATRIX_ARGS = [
     "--seed", WF("seed"),
 ]  # fmt: skip
 
+
+def run_results_artifact() -> S3Artifact:
+    """Every result of this run so far, fetched by Argo into a store directory (no S3 credentials in the pod)."""
+    prefix = keys.run_results_prefix(IN("campaign-key"), "{{workflow.name}}")
+    return S3Artifact(name="results", path=f"{c.STORE_DIR}/{prefix}", key=prefix)
+
+
+def cell_arguments() -> list[Parameter]:
+    """A fan-out item (from `pvbench expand` or ci-check's `next`) as benchmark-cell's arguments."""
+    return [
+        Parameter(name="storage-class", value="{{item.storage_class}}"),
+        Parameter(name="profile", value="{{item.profile}}"),
+        Parameter(name="workload", value="{{item.workload}}"),
+        Parameter(name="rep", value="{{item.rep}}"),
+        Parameter(name="order", value="{{item.order}}"),
+        Parameter(name="key", value="{{item.key}}"),  # the store's key layout, never rebuilt here
+        Parameter(name="node-label", value=WF("node-label")),
+        Parameter(name="node-value", value=WF("node-value")),
+    ]
+
+
 P = Parameter
 PARAMETERS = [
     P(name="storage-classes", value='["standard"]',
@@ -74,6 +98,13 @@ PARAMETERS = [
       description="Only these tests of the profile, comma-separated (empty: all), e.g. randread-iops,seqwrite-bw."),
     P(name="repetitions", value="3", enum=["1", "2", "3", "5", "10"],
       description="Repetitions of every cell. Three or more give confidence intervals."),
+    P(name="adaptive-target", value="off", enum=list(c.ADAPTIVE_TARGETS),
+      description="Adaptive repetitions: after the planned ones, repeat only the cells whose 95% CI of the mean is "
+                  "wider than this share of the mean either side (0.05 = +/-5%), round by round, until all are "
+                  f"within it or capped. Every cell then gets at least {c.ADAPTIVE_MIN_REPETITIONS}. "
+                  "off: exactly `repetitions` per cell."),
+    P(name="adaptive-max-repetitions", value="20", enum=list(c.ADAPTIVE_MAX_REPETITIONS),
+      description="Adaptive repetitions: at most this many per cell, and at most this many extra rounds."),
     P(name="seed", value="1", description="Seed of the randomized cell order; the same seed repeats the same order."),
     P(name="ramp", value="2s", enum=["2s", "5s", "10s", "30s"],
       description="fio ramp time before measuring (dbench: 2s, vshn: 5s, sweep: 10s)."),
@@ -244,15 +275,7 @@ with WorkflowTemplate(
     #    the pod holds no S3 credentials); the Parquet tables go back under analytics/.
     aggregate = Container(
         name="aggregate",
-        inputs=[
-            Parameter(name="campaign"),
-            Parameter(name="campaign-key"),
-            S3Artifact(
-                name="results",
-                path=f"{c.STORE_DIR}/{keys.run_results_prefix(IN('campaign-key'), '{{workflow.name}}')}",
-                key=keys.run_results_prefix(IN("campaign-key"), "{{workflow.name}}"),
-            ),
-        ],
+        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), run_results_artifact()],
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
@@ -307,6 +330,82 @@ with WorkflowTemplate(
                "--ignore-not-found", "--wait=false"],  # fmt: skip
     )
 
+    # Adaptive repetitions, step 1 of a round: is every cell precise enough yet? ci-check over
+    # the run's results so far (fetched by Argo like aggregate's, so no S3 credentials here).
+    # It exits 0 either way (--exit-zero): needing more is an answer, not a failure. Its
+    # answer goes out as two output parameters: `next` (the cells to repeat, shaped like
+    # `pvbench expand` items, keys from the one layout) and `more` (true/false). A cell
+    # with adaptive-max-repetitions values is done, precise or not.
+    adaptive_check = Container(
+        name="adaptive-check",
+        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), Parameter(name="round"),
+                run_results_artifact()],
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["stats", "ci-check", "--store", c.STORE_DIR, "--campaign", IN("campaign"), "--run", "{{workflow.name}}",
+              "--target", WF("adaptive-target"), "--min-reps", str(c.ADAPTIVE_MIN_REPETITIONS),
+              "--max-reps", WF("adaptive-max-repetitions"), "--seed", WF("seed"), "--round", IN("round"),
+              "--exit-zero", "--outputs", c.CHECK_OUT_DIR],  # fmt: skip
+        security_context=STRICT,
+        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "512Mi"}, limits={"memory": "4Gi"}),
+        volumes=[TMP],
+        retry_strategy=TRANSIENT,
+        outputs=[
+            Parameter(name="next", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next.json")),
+            Parameter(name="more", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/more")),
+        ],
+    )
+
+    # Adaptive repetitions, one round: check -> fan out only the `next` cells (the same
+    # benchmark-cell template, so a fresh PVC each and one benchmark pod per node still
+    # hold; results land under next[].key, the layout's key of that repetition) -> the
+    # next round.
+    # Why recursion: Argo has no while loop. A DAG template that calls itself under a
+    # `when` is Argo's documented way to repeat until a step says stop (the recursive
+    # coinflip example); a retryStrategy loop can repeat one pod but not a fan-out, and
+    # unrolling a fixed number of rounds would put up to 30 mostly skipped rounds in every
+    # run's graph. Recursion only adds a level when a round is really needed.
+    # Why it stops: the round counter. Each call passes round + 1 and keeps max-rounds
+    # (adaptive-max-repetitions, an enum, so at most 30); the recursive call's `when`
+    # requires round < max-rounds, so there are at most max-rounds rounds whatever
+    # ci-check answers. ci-check's own cap (a cell with max-repetitions values is done)
+    # normally ends it sooner: each round adds one repetition to each cell still imprecise.
+    # The depth stays far below Argo's recursion limit (150 nested templates).
+    more = "{{tasks.check.outputs.parameters.more}} == true"
+    with DAG(
+        name="adaptive",
+        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), Parameter(name="round"),
+                Parameter(name="max-rounds")],
+        fail_fast=False,
+    ) as adaptive:
+        a_check = Task(
+            name="check",
+            template=adaptive_check,
+            arguments=[Parameter(name=n, value=IN(n)) for n in ("campaign", "campaign-key", "round")],
+        )
+        a_cells = Task(
+            name="benchmark",
+            template=benchmark_cell,
+            with_param="{{tasks.check.outputs.parameters.next}}",
+            when=more,
+            arguments=cell_arguments(),
+        )
+        a_next = Task(
+            name="next-round",
+            template="adaptive",  # itself
+            when=more + " && {{inputs.parameters.round}} < {{inputs.parameters.max-rounds}}",
+            arguments=[
+                Parameter(name="campaign", value=IN("campaign")),
+                Parameter(name="campaign-key", value=IN("campaign-key")),
+                Parameter(name="round", value="{{=asInt(inputs.parameters.round) + 1}}"),
+                Parameter(name="max-rounds", value=IN("max-rounds")),
+            ],
+        )
+        a_check >> a_cells
+        # The next round also follows a round in which some cells failed (like aggregate).
+        a_next.depends = "benchmark.Succeeded || benchmark.Failed"
+
     # failFast off: one failing cell must not stop the others from being measured.
     with DAG(name="main", fail_fast=False):
         t_validate = Task(name="validate", template=validate)
@@ -315,19 +414,22 @@ with WorkflowTemplate(
             name="benchmark",
             template=benchmark_cell,
             with_param="{{tasks.expand.outputs.result}}",
-            arguments=[
-                Parameter(name="storage-class", value="{{item.storage_class}}"),
-                Parameter(name="profile", value="{{item.profile}}"),
-                Parameter(name="workload", value="{{item.workload}}"),
-                Parameter(name="rep", value="{{item.rep}}"),
-                Parameter(name="order", value="{{item.order}}"),
-                Parameter(name="key", value="{{item.key}}"),
-                Parameter(name="node-label", value=WF("node-label")),
-                Parameter(name="node-value", value=WF("node-value")),
-            ],
+            arguments=cell_arguments(),
         )
         # The store key holds the campaign's slug; for a valid label that is its lowercase form.
         campaign_key = Parameter(name="campaign-key", value="{{=lower(workflow.parameters.campaign)}}")
+        # Skipped when adaptive-target is off: then aggregate follows the cells as it always did.
+        t_adaptive = Task(
+            name="adaptive",
+            template=adaptive,
+            when="'{{workflow.parameters.adaptive-target}}' != 'off'",
+            arguments=[
+                Parameter(name="campaign", value=WF("campaign")),
+                campaign_key,
+                Parameter(name="round", value="1"),
+                Parameter(name="max-rounds", value=WF("adaptive-max-repetitions")),
+            ],
+        )
         t_aggregate = Task(
             name="aggregate",
             template=aggregate,
@@ -342,7 +444,8 @@ with WorkflowTemplate(
             ],
         )
         # Tabulate whatever cells did land even if some failed (the run still ends Failed).
-        t_aggregate.depends = "benchmark.Succeeded || benchmark.Failed"
+        t_adaptive.depends = "benchmark.Succeeded || benchmark.Failed"
+        t_aggregate.depends = "adaptive.Succeeded || adaptive.Failed || adaptive.Errored || adaptive.Skipped"
         t_validate >> t_expand >> t_cells
         t_aggregate >> t_report
 

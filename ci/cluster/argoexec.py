@@ -11,7 +11,8 @@ plays the executor's containers, in the runner image (python3 + the `minio` pack
             input-artifacts volume;
   wait      waits until the main container has exited (the emissary writes its exit
             code), uploads the output artifacts from the mirrored volumes, and reports the
-            outputs (result = main's stdout, artifact keys) as a WorkflowTaskResult through
+            outputs (result = main's stdout, output parameters read from their
+            `valueFrom.path`, artifact keys) as a WorkflowTaskResult through
             the API server, with the pod's ServiceAccount token, like Argo >= 3.4;
   resource  a resource template (`action: delete` with flags), as `argoexec resource`
             runs kubectl with the pod's ServiceAccount.
@@ -163,6 +164,30 @@ def wait() -> None:
         text = stdout.read_text(errors="replace")
         outputs["result"] = text[:-1] if text.endswith("\n") else text
     errors = []
+    # Output parameters, as the executor's SaveParameters: the file at valueFrom.path (here
+    # through the mirrored volume it lies on), less one trailing newline; `default` if missing.
+    params = []
+    for param in (tmpl.get("outputs") or {}).get("parameters") or []:
+        value_from = param.get("valueFrom") or {}
+        if not value_from.get("path"):
+            continue
+        local = on_volume(tmpl, value_from["path"])
+        if local is None:
+            errors.append(f"{param['name']}: {value_from['path']} is on no volume of the main container "
+                          "(this stand-in reads outputs from mirrored volumes only)")
+            continue
+        if local.is_file():
+            value = local.read_text(errors="replace")
+        elif "default" in value_from:
+            value = value_from["default"]
+        else:
+            errors.append(f"failed to save outputs: {param['name']}: open {value_from['path']}: "
+                          "no such file or directory")
+            continue
+        params.append({**param, "value": value[:-1] if value.endswith("\n") else value})
+        say(f"output parameter {param['name']}: {value_from['path']} ({len(value)} bytes)")
+    if params:
+        outputs["parameters"] = params
     arts = (tmpl.get("outputs") or {}).get("artifacts") or []
     if arts:
         client, bucket = s3()

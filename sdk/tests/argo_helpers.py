@@ -88,19 +88,108 @@ class Unresolved(KeyError):
 
 
 def substitute(text: str, ctx: dict[str, str]) -> str:
-    """Argo's simple tags, plus the one expression the templates use (lower(...)); an unknown
-    tag is an error, never left in place (Argo would pass it on as a literal string)."""
+    """Argo's simple tags, plus the expressions the templates use (lower(x), asInt(x) + n); an
+    unknown tag is an error, never left in place (Argo would pass it on as a literal string)."""
 
     def one(match: re.Match) -> str:
         tag = match.group(1)
         expr = re.fullmatch(r"=\s*lower\(\s*([\w.\-]+)\s*\)", tag)
         if expr:
             return substitute("{{" + expr.group(1) + "}}", ctx).lower()
+        expr = re.fullmatch(r"=\s*asInt\(\s*([\w.\-]+)\s*\)\s*\+\s*(\d+)", tag)
+        if expr:  # expr-lang: int + int, printed with %v
+            return str(int(substitute("{{" + expr.group(1) + "}}", ctx)) + int(expr.group(2)))
         if tag not in ctx:
             raise Unresolved(f"{tag!r} in {text!r}")
         return str(ctx[tag])
 
     return TAG.sub(one, text)
+
+
+WHEN_TOKEN = re.compile(r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)(?![\w.\-])|'(?P<sq>[^']*)'|\"(?P<dq>[^\"]*)\""
+                        r"|(?P<op>==|!=|<=|>=|&&|\|\||[<>!()])|(?P<word>[^\s()<>=!&|'\"]+))")
+
+
+def evaluate_when(when: str) -> bool:
+    """A substituted `when`, evaluated as Argo does (govaluate, with bare words read as strings):
+    numbers compare as numbers, quoted or bare words as strings, true/false as booleans;
+    ==, !=, <, <=, >, >=, !, &&, || and parentheses. Anything else is an error, as in Argo."""
+    tokens, pos = [], 0
+    while pos < len(when.rstrip()):
+        m = WHEN_TOKEN.match(when, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"invalid when expression {when!r} at {when[pos:]!r}")
+        pos = m.end()
+        if m.group("num") is not None:
+            tokens.append(("val", float(m.group("num"))))
+        elif m.group("sq") is not None or m.group("dq") is not None:
+            tokens.append(("val", m.group("sq") if m.group("sq") is not None else m.group("dq")))
+        elif m.group("op"):
+            tokens.append(("op", m.group("op")))
+        else:
+            word = m.group("word")
+            tokens.append(("val", {"true": True, "false": False}.get(word, word)))
+
+    def peek():
+        return tokens[0] if tokens else ("end", None)
+
+    def take(op=None):
+        tok = tokens.pop(0) if tokens else ("end", None)
+        if op and tok != ("op", op):
+            raise ValueError(f"invalid when expression {when!r}: expected {op}")
+        return tok
+
+    def disjunction():
+        value = conjunction()
+        while peek() == ("op", "||"):
+            take()
+            rhs = conjunction()
+            value = value or rhs
+        return value
+
+    def conjunction():
+        value = comparison()
+        while peek() == ("op", "&&"):
+            take()
+            rhs = comparison()
+            value = value and rhs
+        return value
+
+    def comparison():
+        lhs = unary()
+        kind, op = peek()
+        if kind == "op" and op in ("==", "!=", "<", "<=", ">", ">="):
+            take()
+            rhs = unary()
+            if op in ("==", "!="):
+                same = type(lhs) is type(rhs) and lhs == rhs
+                return same if op == "==" else not same
+            if not (isinstance(lhs, float) and isinstance(rhs, float)):
+                raise ValueError(f"invalid when expression {when!r}: {op} needs numbers, got {lhs!r}, {rhs!r}")
+            return {"<": lhs < rhs, "<=": lhs <= rhs, ">": lhs > rhs, ">=": lhs >= rhs}[op]
+        return lhs
+
+    def unary():
+        kind, value = take()
+        if (kind, value) == ("op", "!"):
+            operand = unary()
+            if not isinstance(operand, bool):
+                raise ValueError(f"invalid when expression {when!r}: ! needs a boolean")
+            return not operand
+        if (kind, value) == ("op", "("):
+            inner = disjunction()
+            take(")")
+            return inner
+        if kind != "val":
+            raise ValueError(f"invalid when expression {when!r}: unexpected {value!r}")
+        return value
+
+    result = disjunction()
+    if tokens:
+        raise ValueError(f"invalid when expression {when!r}: trailing {tokens}")
+    if not isinstance(result, bool):
+        raise ValueError(f"when expression {when!r} is not a boolean")
+    return result
 
 
 def substitute_all(node, ctx: dict[str, str]):

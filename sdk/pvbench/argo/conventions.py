@@ -32,6 +32,16 @@ CELL_OUT_DIR = "/tmp/pvbench/out"
 STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
+CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, more
+
+# Adaptive repetitions: every cell gets at least this many values before its CI is trusted
+# (docs/statistics.md, "Why min 5"); the workflow's cap choices are all at or above it.
+ADAPTIVE_MIN_REPETITIONS = 5
+ADAPTIVE_TARGETS = ("off", "0.10", "0.05", "0.02")
+ADAPTIVE_MAX_REPETITIONS = ("10", "20", "30")
+# Argo's controller refuses templates nested deeper than this (docs/scaling.md, "Maximum
+# recursion depth"); each adaptive round is one level, so the cap must stay well below it.
+ARGO_MAX_RECURSION_DEPTH = 150
 
 # Occasions of the thesis: when a benchmark runs is a factor of its own (noisy neighbours
 # during office hours, backups at night, quiet weekends), kept apart from repetition.

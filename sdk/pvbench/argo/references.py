@@ -13,7 +13,10 @@ rendered YAML (templates/*.yaml, or ``helm template`` output) and checks:
 * task arguments against the called template's inputs (missing and unknown names), and
   artifact ``from`` references;
 * arguments that CronWorkflows and Sensors pass to a WorkflowTemplate (names, enums, and
-  Sensor ``dest: spec.arguments.parameters.N.value`` indexes).
+  Sensor ``dest: spec.arguments.parameters.N.value`` indexes);
+* recursion (a task or step that calls a template which leads back to its own): the call
+  needs a ``when`` over an input parameter that the call itself changes (a counter), else
+  nothing could ever stop it. Whether the bound is reached is for the tests to show.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ class Checker:
         self.docs = [d for d in docs if isinstance(d, dict) and d.get("kind")]
         self.item_keys = item_keys or {}
         self.problems: list[Problem] = []
+        self.calls: dict[str, set[str]] = {}  # template -> templates its tasks/steps call (current spec)
         self.workflow_templates = {
             d["metadata"]["name"]: d for d in self.docs if d["kind"] in ("WorkflowTemplate", "ClusterWorkflowTemplate")
         }
@@ -199,12 +203,46 @@ class Checker:
         for key in ("entrypoint", "onExit"):
             if spec.get(key) and spec[key] not in templates:
                 self.fail(label, f"{key} {spec[key]!r} is not a template")
+        self.calls = {name: self.called_templates(t) for name, t in templates.items()}
         for tname, template in templates.items():
             self.check_template(template, templates, globals_, f"{label} template {tname}")
         # The rest of the spec (e.g. workflowMetadata expressions) sees only workflow-level names.
         top = Scope(label, set(), set(), globals_)
         for text in strings({k: v for k, v in spec.items() if k not in ("templates", "arguments")}):
             self.check_string(text, top)
+
+    @staticmethod
+    def called_templates(template: dict) -> set[str]:
+        tasks = list((template.get("dag") or {}).get("tasks") or [])
+        tasks += [s for group in template.get("steps") or [] for s in group or []]
+        return {t["template"] for t in tasks if t.get("template")}
+
+    def reaches(self, start: str, goal: str) -> bool:
+        """Whether calling template `start` can lead (through DAG tasks and steps) to template `goal`."""
+        seen, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name == goal:
+                return True
+            if name not in seen:
+                seen.add(name)
+                todo.extend(self.calls.get(name, ()))
+        return False
+
+    def check_recursion(self, task: dict, caller: str, where: str) -> None:
+        """A call that leads back to its caller must be guarded by a `when` over a counter it changes."""
+        if not task.get("template") or not self.reaches(task["template"], caller):
+            return
+        when = task.get("when") or ""
+        if not when:
+            self.fail(where, f"recursion into {task['template']!r} without a `when`: nothing can stop it")
+            return
+        args = {p["name"]: str(p.get("value", "")) for p in (task.get("arguments") or {}).get("parameters") or []}
+        guards = set(re.findall(r"{{\s*inputs\.parameters\.([A-Za-z0-9_\-]+)\s*}}", when))
+        progress = [g for g in guards if g in args and args[g] != f"{{{{inputs.parameters.{g}}}}}"]
+        if not progress:
+            self.fail(where, f"recursion into {task['template']!r}: its `when` ({when}) tests no input parameter "
+                             "that the call changes, so every level would decide the same")
 
     def check_template(self, template: dict, templates: dict, globals_: set[str], where: str) -> None:
         inputs = template.get("inputs") or {}
@@ -217,12 +255,14 @@ class Checker:
             tasks = {t["name"]: t for t in template["dag"].get("tasks") or []}
             for task in tasks.values():
                 self.check_task(task, tasks, templates, scope, f"{where} task {task['name']}", "tasks")
+                self.check_recursion(task, template["name"], f"{where} task {task['name']}")
         if "steps" in template:
             seen: dict[str, dict] = {}
             for group in template["steps"] or []:
                 group_steps = {s["name"]: s for s in group}
                 for step in group:
                     self.check_task(step, seen, templates, scope, f"{where} step {step['name']}", "steps")
+                    self.check_recursion(step, template["name"], f"{where} step {step['name']}")
                 seen.update(group_steps)
 
     def upstream(self, task: dict, tasks: dict) -> set[str]:
