@@ -30,7 +30,7 @@ from report_fixture import write_synthetic_results
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
-THESIS_CSV = REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"
+THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"))
 ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
 BROWSER_JS = TESTS / "report_browser.mjs"
 
@@ -86,6 +86,8 @@ def painted(chart: dict) -> bool:
 
 @pytest.fixture(scope="module")
 def reports() -> Path:
+    if not THESIS_CSV.is_file():
+        pytest.fail(f"{THESIS_CSV} is missing (set PVBENCH_THESIS_CSV to the thesis's per-run CSV)")
     try:
         return check_installed()
     except ReportError as exc:
