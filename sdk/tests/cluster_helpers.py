@@ -160,7 +160,14 @@ def pod_minio() -> PodMinio:
     server = PodMinio(Path(tempfile.mkdtemp(prefix="pvbench-cluster-minio-")), port=free_port(),
                       console_port=free_port(), host=k.host)
     server.start()
-    atexit.register(server.stop)
+
+    def stop():
+        import shutil
+
+        server.stop()
+        shutil.rmtree(server.data_dir, ignore_errors=True)
+
+    atexit.register(stop)
     return server
 
 
