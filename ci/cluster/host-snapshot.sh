@@ -17,7 +17,8 @@ awk -v s="$STATE" -v r="$RUNDIR" -v c="$CACHE" 'index($5, s) == 1 || index($5, r
 echo "## cgroups"
 ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null
 echo "## directories"
-for d in "$STATE" "$RUNDIR" /var/lib/cni /var/log/containers /var/log/pods /opt/containerd /var/lib/kubelet /etc/cni/net.d; do
+for d in "$STATE" "$RUNDIR" /var/lib/cni /var/log/containers /var/log/pods /opt/containerd /var/lib/kubelet /etc/cni \
+    /var/lib/containers /run/containers; do
   [ -e "$d" ] && echo "$d"
 done
 echo "## processes"

@@ -114,7 +114,16 @@ full_ref() {  # an image name as containerd/buildah store it (docker.io/library/
   esac
 }
 
-B() { buildah --root "$CACHE/buildah/root" --runroot "$RUNDIR/buildah" --storage-driver overlay "$@"; }
+# buildah with its storage in the cache, and its CNI config dir there too (buildah would
+# otherwise create /etc/cni/net.d on the host, even for `from` and with host networking)
+B() {
+  if [ ! -s "$CACHE/buildah/containers.conf" ]; then
+    mkdir -p "$CACHE/buildah/cni"
+    printf '[network]\nnetwork_config_dir = "%s"\n' "$CACHE/buildah/cni" >"$CACHE/buildah/containers.conf"
+  fi
+  CONTAINERS_CONF=$CACHE/buildah/containers.conf \
+    buildah --root "$CACHE/buildah/root" --runroot "$RUNDIR/buildah" --storage-driver overlay "$@"
+}
 
 minbase_rootfs() {  # a cached debootstrap (bookworm, minbase) tarball
   local tar=$CACHE/rootfs/bookworm-minbase.tar
@@ -212,6 +221,7 @@ project_image() {
   # shellcheck disable=SC2086
   build_context "$ctx" $srcs
   mkdir -p "$ctx/$(dirname "$dockerfile")"; cp "$REPO/$dockerfile" "$ctx/$dockerfile"
+  if [ -f "$REPO/.dockerignore" ]; then cp "$REPO/.dockerignore" "$ctx/"; fi  # buildah applies it
   local key; key=$( (cat "$REPO/$dockerfile"; cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
   local name; name=$(echo "$image" | tr '/:' '__')
   local archive=$CACHE/images/$name-$key.tar
@@ -560,6 +570,9 @@ main() {
   fi
 
   step images
+  # containers/image keeps a blob-info cache in /var/lib/containers/cache (no setting moves
+  # it): if buildah creates that directory here, it goes again after the builds
+  local made_vlc=0; [ -e /var/lib/containers ] || made_vlc=1
   RUNNER_ARCHIVE=$(project_image "$RUNNER_IMAGE" ci/images/runner/Dockerfile)
   REPORT_ARCHIVE=
   if [ "$BUILD_REPORT_IMAGE" = 1 ] && [ -f "$REPO/ci/images/report/Dockerfile" ]; then
@@ -571,6 +584,7 @@ main() {
     wait "$BUILD_PID" || die "the Kubernetes build failed: $LOGDIR/go-build.log"
   fi
   PAUSE_ARCHIVE=$(pause_image)
+  if [ "$made_vlc" = 1 ]; then rm -rf /var/lib/containers; fi
 
   if [ "$REUSE" = 0 ]; then
     step host-state; record_host_state
