@@ -4,14 +4,24 @@ PVBENCH := .venv/bin/pvbench
 DEMO_PORT ?= 8765
 RUN ?= demo-$(shell date -u +%Y%m%d-%H%M%S)
 
-.PHONY: setup test demo demo-report serve bench render
+.PHONY: setup test test-fast test-cluster demo demo-report serve bench render
 
 setup:
 	@bash ci/setup.sh
 
-## make test: the whole suite (real fio, real MinIO, Evidence build, schema checks). CI runs this.
-test: setup
-	.venv/bin/pytest sdk/tests -q -rs --durations=15
+## make test: the whole suite (real fio, real MinIO, Evidence builds, schema checks), then the
+## real single-node Kubernetes stage (image, chart and every step pod on real PVCs). CI runs this.
+test: test-fast test-cluster
+
+## make test-fast: everything but the Kubernetes node (no root needed).
+test-fast: setup
+	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "not cluster"
+
+## make test-cluster: bring the node up, run sdk/tests/test_cluster_*.py on it, tear it down.
+## Needs root; exits non-zero with a message where the machine cannot host it
+## (PVBENCH_SKIP_CLUSTER=1 skips it on purpose, and says so).
+test-cluster: setup
+	bash ci/cluster-stage.sh
 
 ## make demo: benchmark two local storage classes, aggregate, build and serve the report.
 demo: setup

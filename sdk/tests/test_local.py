@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -128,7 +129,10 @@ def test_read_only_target_is_refused_before_and_isolated_during(tmp_path, small_
     assert len(report.stored) == 2 and {f.cell.storage_class for f in report.failed} == {"ro"}
 
 
-def test_killing_fio_mid_cell_loses_only_that_cell(tmp_path):
+def test_killing_fio_mid_cell_loses_only_that_cell(tmp_path, monkeypatch):
+    # fio's job files go under tmp_path, so the killer below can only ever hit this test's
+    # own fio (not one of another run on the same machine, e.g. inside a pod of the cluster stage)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     config = load_config(write_config(tmp_path, occasions=["once"], repetitions=1, runtime="1500ms"))
     plans = plan_run(config, "r")
     killed = []
@@ -136,7 +140,7 @@ def test_killing_fio_mid_cell_loses_only_that_cell(tmp_path):
     def kill_first_fio():
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not killed:
-            out = subprocess.run(["pgrep", "-f", "pvbench-fio-.*job.fio"], capture_output=True, text=True).stdout
+            out = subprocess.run(["pgrep", "-f", f"{tmp_path}/pvbench-fio-.*job.fio"], capture_output=True, text=True).stdout
             pids = [int(p) for p in out.split()]
             if pids:
                 time.sleep(0.5)

@@ -6,8 +6,10 @@ any machine, so the test cannot flake on a busy CI runner.
 """
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -60,12 +62,11 @@ def _compare(tmp_path: Path, base: str, cand: str) -> subprocess.CompletedProces
 def shm_dir(tmp_path):
     if not SHM.is_dir():
         pytest.skip("no /dev/shm")
-    d = SHM / f"pvbench-test-{tmp_path.name}"
-    d.mkdir()
+    # mkdtemp, not a name from tmp_path: pytest's numbering repeats across sessions and
+    # concurrent runs, and /dev/shm outlives an interrupted one.
+    d = Path(tempfile.mkdtemp(prefix="pvbench-test-", dir=SHM))
     yield d
-    for p in d.glob("*"):
-        p.unlink()
-    d.rmdir()
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bin):
