@@ -2,7 +2,7 @@
 -- Resources are measured: fio seconds (started → ended of every result), CPU seconds of fio
 -- (usr + sys), the run's wall-clock span. Money is a model from declared values (limits file):
 --   cost = wall hours × cluster_price_per_hour + Σ_class (that class's fio hours × its price_per_hour)
--- Imported results carry no timings: their rows show counts only.
+-- Imported results carry no timings: their rows show counts only (costs null).
 with results as (
     select
         campaign, run, storage_class, source_key,
@@ -53,8 +53,12 @@ select
     any_value(cp.price_per_hour) as cluster_price_per_hour,
     epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour) as cluster_cost,
     sum(pc.fio_seconds / 3600 * pc.class_price_per_hour) as storage_cost,
-    coalesce(epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour), 0)
-        + coalesce(sum(pc.fio_seconds / 3600 * pc.class_price_per_hour), 0) as total_cost,
+    -- no prices declared, or no timings at all (imported results): no cost, rather than a cost of 0
+    case when (any_value(cp.price_per_hour) is not null or bool_or(pc.class_price_per_hour is not null))
+              and (max(pc.ended_at) is not null or sum(pc.fio_seconds) is not null) then
+        coalesce(epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour), 0)
+        + coalesce(sum(pc.fio_seconds / 3600 * pc.class_price_per_hour), 0)
+    end as total_cost,
     coalesce(any_value(cp.currency), any_value(pc.currency)) as currency,
     (any_value(cp.price_per_hour) is not null or bool_or(pc.class_price_per_hour is not null)) as has_cost_model
 from per_class pc

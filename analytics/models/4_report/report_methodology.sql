@@ -112,13 +112,15 @@ rows as (
     -- cost
     union all
     select campaign, 6, 'cost', 10, 'resources',
-           printf('runs %d, results %d; fio time %s s, fio CPU %s s (usr+sys)', count(*), sum(n_results),
-                  coalesce(printf('%,.0f', sum(fio_seconds)), 'not recorded'),
-                  coalesce(printf('%,.1f', sum(cpu_seconds)), 'not recorded'))
+           printf('runs %d, results %d; fio time %s, fio CPU %s (usr+sys)', count(*), sum(n_results),
+                  coalesce(printf('%,.0f s', sum(fio_seconds)), 'not recorded'),
+                  coalesce(printf('%,.1f s', sum(cpu_seconds)), 'not recorded'))
     from report_cost group by campaign
     union all
     select campaign, 6, 'cost', 20, 'cost model',
-           case when bool_or(has_cost_model)
+           case when bool_or(has_cost_model) and sum(total_cost) is null
+                then 'prices declared, but the results carry no timings (imported): no cost computed'
+                when bool_or(has_cost_model)
                 then printf('%s %,.2f in total (%s %,.2f per run on average): wall hours × cluster price + fio hours × storage class price',
                             any_value(currency), sum(total_cost), any_value(currency), avg(total_cost))
                 else 'no prices declared (add cluster_price_per_hour / price_per_hour to the limits file)'
