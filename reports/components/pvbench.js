@@ -193,3 +193,261 @@ export function sweepPanels(rows) {
 export const describe = (title, subtitle) => ({
 	aria: { enabled: true, label: { description: `${title}. ${subtitle}` } }
 });
+
+// ------------------------------------------------------------------ statistics pages
+// Formatting only: the verdicts, CIs, p-values, anomaly flags and variance splits are computed
+// by pvbench.stats / analytics (report_comparisons, report_anomalies, report_occasions, …).
+
+/** A number, grouped; 1 decimal below 100 (as the tables print them) unless `digits` is given. */
+export function num(v, digits) {
+	if (v == null || Number.isNaN(Number(v))) return '–';
+	const x = Number(v);
+	const d = digits ?? (Math.abs(x) >= 100 ? 0 : 1);
+	return x.toLocaleString('en-US', { minimumFractionDigits: digits ?? 0, maximumFractionDigits: d }).replace('-', '−');
+}
+
+const minus = (s) => s.replace('-', '−');
+
+/** A signed number: "+12.3", "−4.0", "0". */
+export function signed(v, digits) {
+	if (v == null || Number.isNaN(Number(v))) return '–';
+	const x = Number(v);
+	const d = digits ?? (Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 1 ? 1 : 2);
+	const s = x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+	return minus(x > 0 ? `+${s}` : s);
+}
+
+/** 0.05 → "5%", −0.123 → "−12.3%" (signed when asked). */
+export function pct(v, { sign = false, digits = 1 } = {}) {
+	if (v == null || Number.isNaN(Number(v))) return '–';
+	const x = 100 * Number(v);
+	const s = x.toLocaleString('en-US', { maximumFractionDigits: digits });
+	return minus(sign && x > 0 ? `+${s}%` : `${s}%`);
+}
+
+/** p-values: "0.0079", "< 0.0001". */
+export function pText(p) {
+	if (p == null || Number.isNaN(Number(p))) return '–';
+	const x = Number(p);
+	return x < 0.0001 ? '< 0.0001' : x < 0.001 ? x.toFixed(4) : x.toFixed(3);
+}
+
+const VERDICT_STYLE = {
+	better: ['#166534', '#dcfce7', '▲ better'],
+	worse: ['#991b1b', '#fee2e2', '▼ worse'],
+	'no meaningful difference': ['#374151', '#f3f4f6', '● no meaningful difference']
+};
+
+/** The verdict as a coloured chip (green better, red worse, grey no meaningful difference). */
+export function verdictChip(verdict, equivalent) {
+	const [fg, bg, text] = VERDICT_STYLE[verdict] ?? ['#374151', '#fff7ed', verdict ?? '–'];
+	const eq = equivalent ? ' · equivalent' : '';
+	return `<span style="color:${fg};background:${bg};border-radius:4px;padding:1px 6px;white-space:nowrap;font-weight:600">${text}${eq}</span>`;
+}
+
+/** The kinds of report_comparisons, in page order, with what each one compares. */
+export const COMPARISON_KINDS = [
+	{
+		kind: 'storage_class',
+		title: 'Storage class against storage class',
+		text: 'Every pair of storage classes of a campaign, workload by workload (all runs and occasions pooled). The candidate is the class later in alphabetical order; the verdict says how the candidate does against the baseline.',
+		empty: 'No pair of storage classes in any campaign (a campaign with one storage class has nothing to compare).'
+	},
+	{
+		kind: 'role',
+		title: 'Candidate against baseline (role labels)',
+		text: 'Per storage class, the results labelled role=candidate against those labelled role=baseline — e.g. before and after an upgrade that Argo Events triggered.',
+		empty: 'No results carry role=baseline and role=candidate labels for the same storage class.'
+	},
+	{
+		kind: 'run',
+		title: 'Latest run against the run before',
+		text: 'Per storage class, the latest run of a campaign against the run before it (ordered by when they started): did the last run get slower?',
+		empty: 'No storage class has two runs with matching workloads in one campaign.'
+	}
+];
+
+/** α and the smallest meaningful change the comparisons were judged with (the seed's defaults when there are none). */
+export function compareSettings(rows) {
+	const r = asRows(rows)[0];
+	const alpha = Number(r?.alpha ?? 0.05);
+	const m = Number(r?.min_change ?? 0.05);
+	return { alpha, minChange: pct(m, { digits: 1 }), ratioBand: `${num(1 - m, 2)}–${num(1 + m, 2)}` };
+}
+
+/** One comparison = one baseline/candidate pair of one kind (its rows are the metrics, one Holm family). */
+export const COMPARISON_KEY = ['kind', 'campaign', 'baseline', 'candidate', 'storage_class'];
+
+/** Table rows of report_comparisons with the CIs, n and verdict written out for display. */
+export function comparisonRows(rows) {
+	return asRows(rows).map((r) => ({
+		...r,
+		workload_direction: `${r.workload_title} — ${r.direction}`,
+		n_sides: `${r.n_baseline} / ${r.n_candidate}`,
+		means: `${num(r.mean_baseline)} → ${num(r.mean_candidate)}`,
+		diff_ci: `${signed(r.diff)} [${signed(r.diff_ci_low)}, ${signed(r.diff_ci_high)}]`,
+		ratio_ci: `${num(r.ratio, 2)} [${num(r.ratio_ci_low, 2)}, ${num(r.ratio_ci_high, 2)}]`,
+		p_holm_text: pText(r.p_holm),
+		better_text: r.better === 'lower' ? '↓ lower' : '↑ higher',
+		verdict_chip: verdictChip(r.verdict, r.equivalent)
+	}));
+}
+
+/** Heading of one comparison: "OpenEBS against Azure Disk Storage · thesis", "openebs-lvm: run=after against run=before · c". */
+export function comparisonTitle(c) {
+	const what = `${c.candidate} against ${c.baseline}`;
+	return `${c.kind === 'storage_class' ? what : `${c.storage_class}: ${what}`} · ${c.campaign}`;
+}
+
+const cellLabel = (r) => `${r.storage_class} · ${r.workload_title}${r.direction === 'total' ? '' : ` · ${r.direction}`}`;
+
+/** Axis numbers: 40,000 → "40k". */
+const compact = (v) => (Math.abs(v) >= 1000 ? `${num(v / 1000)}k` : num(v));
+
+/**
+ * ECharts option: two bars per anomaly row of one unit — its value and its reference
+ * (over_limit: highest result vs declared limit; warm_up: median first repetition vs the others).
+ * `flagged(row)` says what was flagged, for the tooltip.
+ */
+export function anomalyChart(rows, { title, valueName, referenceName, flagged }) {
+	const rs = asRows(rows);
+	const unit = rs[0]?.unit ?? '';
+	const cats = rs.map(cellLabel);
+	const subtitle = `${rs[0]?.campaign} · ${valueName} vs ${referenceName}; ${nText(rs)} results per cell · unit: ${unit}`;
+	return {
+		...describe(`${title} (${unit})`, subtitle),
+		title: { text: `${title} (${unit})`, subtext: subtitle, left: 0 },
+		legend: { top: 48, left: 0, data: [valueName, referenceName] },
+		grid: { top: 80, left: 10, right: 70, bottom: 34, containLabel: true },
+		tooltip: {
+			trigger: 'axis',
+			axisPointer: { type: 'shadow' },
+			formatter: (params) => {
+				const r = rs[params[0]?.dataIndex];
+				if (!r) return '';
+				return [cellLabel(r), ...params.map((p) => `${p.marker}${p.seriesName}: ${num(p.value)} ${unit}`),
+					`${flagged ? flagged(r) : `${r.n_flagged} of ${r.n} flagged`} · ×${num(r.ratio, 2)}`].join('<br/>');
+			}
+		},
+		yAxis: { type: 'category', data: cats, inverse: true },
+		xAxis: { type: 'value', name: unit, nameLocation: 'middle', nameGap: 26, axisLabel: { formatter: compact } },
+		series: [
+			{
+				name: valueName,
+				type: 'bar',
+				data: rs.map((r) => r.value),
+				color: '#c2410c',
+				label: { show: true, position: 'right', formatter: (p) => `×${num(rs[p.dataIndex].ratio, 2)}` }
+			},
+			{ name: referenceName, type: 'bar', data: rs.map((r) => r.reference), color: '#236aa4' }
+		]
+	};
+}
+
+/** What an over-limit / warm-up row flagged, for tooltips. */
+export const flaggedResults = (r) => `${r.n_flagged} of ${r.n} results over the limit`;
+export const flaggedOccasions = (r) => `first repetition slower in ${r.n_flagged} occasions`;
+
+/** Anomaly charts: one per campaign and unit (values of one unit share an axis). */
+export const ANOMALY_PANEL = ['campaign', 'unit'];
+
+/** Height of a horizontal bar chart with one category per row. */
+export const barsHeight = (rows) => `${130 + 40 * asRows(rows).length}px`;
+
+/** Distinct units of some rows, in order of appearance. */
+export const units = (rows) => [...new Set(asRows(rows).map((r) => r.unit))];
+
+/**
+ * ECharts option: for one storage class, the share of each workload's variance between
+ * occasions and within an occasion (stacked to 100%).
+ */
+export function occasionShareChart(rows, storageClass) {
+	const rs = asRows(rows);
+	const cats = rs.map((r) => `${r.workload_title} — ${r.direction} (${r.unit})`);
+	const occ = [...new Set(rs.map((r) => r.n_occasions))].join('–');
+	const title = `${storageClass}: share of the variance (% of variance)`;
+	const subtitle = `between occasions vs within an occasion; ${nText(rs)} results per workload on ${occ} occasions · units: ${units(rs).join(', ')}`;
+	const series = [
+		['between occasions', 'share_between', '#c2410c'],
+		['within an occasion', 'share_within', '#8dacbf']
+	].map(([name, col, color]) => ({
+		name,
+		type: 'bar',
+		stack: 'share',
+		color,
+		data: rs.map((r) => (r[col] == null ? null : 100 * r[col])),
+		label: name.startsWith('between')
+			? { show: true, position: 'insideLeft', formatter: (p) => (p.value >= 8 ? `${Math.round(p.value)}%` : '') , color: '#fff' }
+			: undefined
+	}));
+	return {
+		...describe(title, subtitle),
+		title: { text: title, subtext: subtitle, left: 0 },
+		legend: { top: 48, data: series.map((s) => s.name) },
+		grid: { top: 84, left: 30, right: 30, bottom: 34, containLabel: true },
+		tooltip: {
+			trigger: 'axis',
+			axisPointer: { type: 'shadow' },
+			formatter: (params) => {
+				const r = rs[params[0]?.dataIndex];
+				if (!r) return '';
+				return [cats[params[0].dataIndex],
+					`sd between ${num(r.sd_between)} ${r.unit}, within ${num(r.sd_within)} ${r.unit}`,
+					`${Math.round(100 * (r.share_between ?? 0))}% between occasions, p = ${pText(r.p_value)} (${r.finding})`,
+					`n = ${r.n} on ${r.n_occasions} occasions`].join('<br/>');
+			}
+		},
+		yAxis: { type: 'category', data: cats, inverse: true },
+		xAxis: { type: 'value', max: 100, name: '% of variance', nameLocation: 'middle', nameGap: 28 },
+		series
+	};
+}
+
+/** Rows with a "Workload — direction" label. */
+export const withWorkload = (rows) =>
+	asRows(rows).map((r) => ({ ...r, workload_direction: `${r.workload_title} — ${r.direction}` }));
+
+const manyRuns = (rows) => new Set(asRows(rows).map((r) => r.run)).size > 1;
+
+/**
+ * report_occasion_boxplot rows with a label under each box: occasion, then weekday and start
+ * hour (UTC); the run first when the storage class ran several times.
+ */
+export function occasionBoxRows(rows) {
+	const rs = asRows(rows);
+	const runs = manyRuns(rs);
+	return rs.map((r) => ({
+		...r,
+		occasion_label: [
+			runs ? r.run : null,
+			r.occasion,
+			r.weekday ? `${String(r.weekday).slice(0, 3)} ${r.start_hour_utc}h` : null
+		]
+			.filter((x) => x != null)
+			.join('\n')
+	}));
+}
+
+/** Columns of the occasion box plots' grid: fewer when the labels are long (several runs, long names). */
+export function occasionGridCols(rows) {
+	const rs = asRows(rows);
+	const longest = Math.max(0, ...rs.map((r) => Math.max(String(r.occasion).length, manyRuns(rs) ? String(r.run).length : 0)));
+	const boxes = Math.max(1, ...panels(rs, ['profile', 'workload', 'direction', 'metric']).map((p) => rowsOf(rs, p, ['profile', 'workload', 'direction', 'metric']).length));
+	return boxes * Math.max(longest, 7) > 40 ? 2 : 4;
+}
+
+/** ECharts options of an occasion box plot: described for screen readers, room for multi-line labels. */
+export const occasionBoxOptions = (title, subtitle, rows) => ({
+	...describe(title, subtitle),
+	grid: { bottom: manyRuns(rows) ? 30 : 16 }
+});
+
+/** Methodology section titles. */
+export const METHODOLOGY_SECTIONS = {
+	setup: 'Setup',
+	design: 'Design',
+	units: 'Units',
+	confidence: 'Confidence levels and tests',
+	limits: 'Declared limits',
+	cost: 'Resources and cost'
+};

@@ -25,6 +25,8 @@ from typing import Iterator
 
 from rich.console import Console
 
+from pvbench.stats.tables import STATS_REPORT_TABLES
+
 # The data contract: the tables (and columns) the report pages read. Types are DuckDB types,
 # used only to write an empty table when the analytics output lacks one.
 REPORT_TABLES: dict[str, dict[str, str]] = {
@@ -64,6 +66,10 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "value": "DOUBLE", "started_at": "TIMESTAMPTZ",
     },
 }
+# The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
+# statistics publish their own contract, checked here like the rest. They are always written
+# by `pvbench aggregate` (possibly empty: the pages then show a note).
+REPORT_TABLES.update(STATS_REPORT_TABLES)
 # Tables that are empty when a profile did not run (the pages show a note instead).
 OPTIONAL_TABLES = ("report_fsync", "report_sweep")
 
