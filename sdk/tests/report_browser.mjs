@@ -70,8 +70,9 @@ async function chartStats(page) {
 	});
 }
 
-const results = [];
-for (const { name, path: p, minCharts = 0 } of args.pages) {
+/** Load one page, wait for its charts, screenshot it; its text, charts and errors. */
+async function visit(name, p, minCharts) {
+	const started = Date.now();
 	const page = await context.newPage();
 	const consoleErrors = [];
 	page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text().slice(0, 500)));
@@ -87,12 +88,13 @@ for (const { name, path: p, minCharts = 0 } of args.pages) {
 		const drawn = charts.filter((c) => (c.painted ?? 0) > 0.005 || (c.svgElements ?? 0) > 5);
 		if (charts.length >= minCharts && drawn.length === charts.length) break;
 	}
-	await page.waitForTimeout(1500); // let the last animation settle before the screenshot
+	// let the last chart animation settle before the screenshot (pages without charts: just a moment)
+	await page.waitForTimeout(charts.length ? 1500 : 300);
 	charts = await chartStats(page);
 	const screenshot = path.join(args.outDir, `${name}.png`);
 	await page.screenshot({ path: screenshot, fullPage: true });
 	await page.screenshot({ path: path.join(args.outDir, `${name}-top.png`) }); // first screen, full size
-	results.push({
+	const result = {
 		name,
 		url,
 		status: res?.status() ?? 0,
@@ -100,9 +102,24 @@ for (const { name, path: p, minCharts = 0 } of args.pages) {
 		text: await page.evaluate(() => document.body.innerText),
 		charts,
 		consoleErrors,
-		screenshot
-	});
+		screenshot,
+		ms: Date.now() - started
+	};
 	await page.close();
+	return result;
+}
+
+const results = [];
+for (const { name, path: p, minCharts = 0 } of args.pages) {
+	let result = await visit(name, p, minCharts);
+	// Chromium aborts in-flight requests when the host's network configuration changes (another
+	// process adding an address or a bridge): that is the machine, not the report. Load it again.
+	if (result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED'))) {
+		const first = result.consoleErrors;
+		result = await visit(name, p, minCharts);
+		result.retriedAfter = first;
+	}
+	results.push(result);
 }
 await browser.close();
 

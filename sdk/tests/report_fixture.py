@@ -1,9 +1,12 @@
-"""Synthetic vshn and sweep results for the report test (the thesis CSV has neither profile).
+"""Synthetic vshn, sweep and upgrade results for the report test (the thesis CSV has none of them).
 
 They are written as ordinary result documents into a real directory store, built from the
 real profile catalog, so `pvbench aggregate` computes the report tables exactly as for
 measured data. Values follow the shapes of the published studies (VSHN's fsync series,
-the NVMe/TCP block size × load curves) with seeded noise.
+the NVMe/TCP block size × load curves) with seeded noise. The `upgrade` campaign is one
+storage class measured before and after an upgrade (two runs, labelled role=baseline and
+role=candidate, two occasions each) whose writes got 20% slower: the comparisons page must
+call that `worse` and leave the unchanged reads alone.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pvbench.store import open_store
 
 CAMPAIGN = "synthetic"
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)
+SEED = "2026"  # recorded in every result, as local mode records its interleaving seed
 
 # VSHN-like classes: read IOPS, read MiB/s, write IOPS and MiB/s per fsync (none, 1, 32, 128),
 # relative sd. Rook Ceph RBD and Longhorn drop hard at fsync=1; CephFS barely does (VSHN's finding).
@@ -33,10 +37,12 @@ SWEEP_CLASSES = {"nvme-tcp": 1.0, "rook-ceph-rbd": 0.35}
 LOAD = {"qd1": (1, 80.0), "qd32": (32, 420.0), "qd1x32": (32, 520.0), "p80": (16, 260.0)}
 
 
-def _doc(rng: random.Random, *, profile, test, storage_class, rep, order, started, metrics, timing, provisioner):
+def _doc(rng: random.Random, *, profile, test, storage_class, rep, order, started, metrics, timing, provisioner,
+         campaign=CAMPAIGN, run=None, occasion="weekday", labels=None):
     return ResultDocument(
-        identity=CellIdentity(campaign=CAMPAIGN, run=f"{profile}-1", occasion="weekday", storage_class=storage_class,
-                              profile=profile, workload=test.name, rep=rep, order=order),
+        identity=CellIdentity(campaign=campaign, run=run or f"{profile}-1", occasion=occasion,
+                              storage_class=storage_class, profile=profile, workload=test.name, rep=rep, order=order,
+                              labels=labels or {}),
         workload=WorkloadSpec(rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes, iodepth=test.iodepth,
                               numjobs=test.numjobs, rwmixread=test.rwmixread, fsync=test.fsync,
                               ramp_s=timing.ramp_s, runtime_s=timing.runtime_s, size_bytes=timing.size_bytes,
@@ -44,8 +50,9 @@ def _doc(rng: random.Random, *, profile, test, storage_class, rep, order, starte
                               headline_metric=test.headline_metric),
         provenance=Provenance(source="fio", pvbench_version="test", fio_version="fio-3.33",
                               filesystem="ext4", provisioner=provisioner, node="worker-1",
+                              kernel="6.1.0-18-amd64", kubernetes_version="v1.31.4",
                               started_at=started, ended_at=started + timedelta(seconds=timing.runtime_s),
-                              cpu_seconds=round(rng.uniform(2, 9), 2)),
+                              cpu_seconds=round(rng.uniform(2, 9), 2), notes={"seed": SEED}),
         metrics=metrics,
     )
 
@@ -102,11 +109,43 @@ def _sweep(rng: random.Random) -> list[ResultDocument]:
     return docs
 
 
+# upgrade: one class, dbench's IOPS and latency tests, before and after (writes 20% slower),
+# two occasions per run (the evening 6% slower), 5 repetitions, the first one 25% slower (warm-up)
+UPGRADE_CLASS = "openebs-lvm"
+UPGRADE_TESTS = ("randread-iops", "randwrite-iops", "randread-lat", "randwrite-lat")
+UPGRADE_IOPS = {"read": 52000.0, "write": 21000.0}
+UPGRADE_RUNS = (("before-upgrade", "baseline", 3, 1.0), ("after-upgrade", "candidate", 10, 0.8))
+
+
+def _upgrade(rng: random.Random) -> list[ResultDocument]:
+    profile = PROFILES["dbench"]
+    tests = [t for t in profile.tests if t.name in UPGRADE_TESTS]
+    docs = []
+    for run, role, day, write_factor in UPGRADE_RUNS:
+        for occasion, hour, occ_factor in (("morning", 8, 1.0), ("evening", 20, 0.94)):
+            for rep in range(1, 6):
+                for order, test in enumerate(tests):
+                    direction = "read" if test.rw == "randread" else "write"
+                    iops = UPGRADE_IOPS[direction] * test.iodepth / 64 * occ_factor
+                    iops *= write_factor if direction == "write" else 1.0
+                    iops *= 0.75 if rep == 1 else 1.0
+                    iops = rng.gauss(iops, iops * 0.03)
+                    lat = test.iodepth / iops * 1e6
+                    metrics = [DirectionMetrics(direction=direction, iops=iops, bw_mib_s=iops * test.bs_bytes / 2**20,
+                                                lat_mean_us=lat, lat_p99_us=lat * 2.2, lat_kind="clat")]
+                    started = T0.replace(hour=0) + timedelta(days=day, hours=hour, minutes=rep * len(tests) + order)
+                    docs.append(_doc(rng, profile="dbench", test=test, storage_class=UPGRADE_CLASS, rep=rep,
+                                     order=order, started=started, metrics=metrics, timing=profile.timing,
+                                     provisioner="local.csi.openebs.io", campaign="upgrade", run=run,
+                                     occasion=occasion, labels={"role": role}))
+    return docs
+
+
 def write_synthetic_results(store_dir: Path, seed: int = 2026) -> int:
-    """Write the synthetic vshn and sweep results into the directory store; returns how many."""
+    """Write the synthetic vshn, sweep and upgrade results into the directory store; returns how many."""
     rng = random.Random(seed)
     store = open_store(str(store_dir))
-    docs = _vshn(rng) + _sweep(rng)
+    docs = _vshn(rng) + _sweep(rng) + _upgrade(rng)
     for d in docs:
         store.put_bytes(key_of(d).result_key(), d.to_json())
     return len(docs)

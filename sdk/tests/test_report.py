@@ -2,11 +2,13 @@
 
 Two builds (module-scoped, ~2–3 min each), both from the real pipeline
 (`pvbench import thesis-csv` + `pvbench aggregate`):
-- thesis: the thesis's Azure appendix only (dbench) — the vshn and sweep tables are empty,
-  so their pages must show a note instead of breaking;
-- full: the thesis plus synthetic vshn and sweep results (report_fixture.py) — fsync series and
-  block size curves, built with the `pvbench report build` CLI under `unshare -n` (no network
-  at all) when the machine allows it.
+- thesis: the thesis's Azure appendix only (dbench), aggregated with the P30 disk limits — the
+  vshn and sweep tables and the role/run comparisons are empty, so their pages must show a note
+  instead of breaking; the anomalies page must flag Portworx over the limit and its warm-up;
+- full: the thesis plus synthetic vshn, sweep and upgrade results (report_fixture.py) — fsync
+  series, block size curves, before/after verdicts — without limits (the anomalies page says so),
+  built with the `pvbench report build` CLI under `unshare -n` (no network at all) when the
+  machine allows it.
 Every page is opened in Chromium (outbound DNS blocked): charts must be painted, key numbers
 present, no request may leave loopback. Screenshots go to $PVBENCH_ARTIFACTS/report/
 (default /tmp/pvbench-artifacts/report/).
@@ -33,6 +35,7 @@ REPO = TESTS.parents[1]
 THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"))
 ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
 BROWSER_JS = TESTS / "report_browser.mjs"
+LIMITS = REPO / "examples" / "limits-azure-p30.yaml"
 
 # Table 6.1 of the thesis (averages of all 20 runs), as the overview prints them (mean ± sd)
 THESIS_MEANS = {
@@ -84,6 +87,20 @@ def painted(chart: dict) -> bool:
     return chart.get("painted", 0) > 0.01 and chart.get("colours", 0) >= 3
 
 
+def section(text: str, start: str, end: str | None = None) -> str:
+    """The page text from heading `start` up to `end` (or the end)."""
+    assert start in text, start
+    part = text.split(start, 1)[1]
+    return part.split(end, 1)[0] if end else part
+
+
+def row(text: str, first_cell: str) -> str:
+    """The first table row (one line of the page text) that starts with `first_cell`."""
+    rows = [line for line in text.splitlines() if line.startswith(first_cell + "\t")]
+    assert rows, (first_cell, text[:2000])
+    return rows[0]
+
+
 @pytest.fixture(scope="module")
 def reports() -> Path:
     if not THESIS_CSV.is_file():
@@ -99,7 +116,8 @@ def thesis_site(reports, tmp_path_factory) -> Site:
     """The thesis only (dbench): built in-process with build_report()."""
     work = tmp_path_factory.mktemp("report-thesis")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
-    pvbench("aggregate", "--store", str(work / "store"), "--campaign", "thesis", "--out", str(work / "data"))
+    pvbench("aggregate", "--store", str(work / "store"), "--campaign", "thesis", "--out", str(work / "data"),
+            "--limits", str(LIMITS))
     site = build_report(work / "data", work / "site", title="Thesis (Azure)", quiet=True)
     server, url = start_server(site)
     try:
@@ -112,6 +130,10 @@ def thesis_site(reports, tmp_path_factory) -> Site:
             {"name": "storage-classes", "path": "/storage-classes/"},
             {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
             {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},
+            {"name": "comparisons", "path": "/comparisons/"},
+            {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
+            {"name": "occasions", "path": "/occasions/", "minCharts": 44},
+            {"name": "methodology", "path": "/methodology/"},
         ])
         yield Site("thesis", site, url, result)
     finally:
@@ -138,11 +160,15 @@ def full_site(reports, tmp_path_factory) -> Site:
     try:
         result = browse(reports, url, ARTIFACTS / "full", [
             {"name": "index", "path": "/"},
-            {"name": "boxplots", "path": "/boxplots/", "minCharts": 20},
+            {"name": "boxplots", "path": "/boxplots/", "minCharts": 24},
             {"name": "fsync", "path": "/fsync/", "minCharts": 2},
             {"name": "sweep", "path": "/sweep/", "minCharts": 18},
             {"name": "class-rook-ceph-rbd", "path": "/storage-classes/rook-ceph-rbd/", "minCharts": 30},
             {"name": "class-nvme-tcp", "path": "/storage-classes/nvme-tcp/", "minCharts": 18},
+            {"name": "comparisons", "path": "/comparisons/"},
+            {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
+            {"name": "occasions", "path": "/occasions/", "minCharts": 49},
+            {"name": "methodology", "path": "/methodology/"},
         ])
         yield Site("full", work / "site", url, result)
     finally:
@@ -230,6 +256,82 @@ def test_profiles_that_did_not_run_show_a_note(thesis_site):
     assert "No block size / queue depth sweep" in sweep["text"] and not sweep["charts"]
 
 
+@pytest.mark.slow
+def test_thesis_comparisons_show_verdicts(thesis_site):
+    page = thesis_site.page("comparisons")
+    text = page["text"]
+    # the rule, with the settings the verdicts were made with
+    assert "α = 0.05" in text and "smallest meaningful change of 5%" in text and "0.95–1.05" in text
+    # every pair of the four classes, each a table of 10 workloads with n per side
+    pair = section(text, "Portworx against Azure Disk Storage · thesis", " against ")
+    read = row(pair, "Random read IOPS — read")
+    assert "▲ better" in read and "20 / 20" in read and "IOPS" in read and "3,992 → 35,745" in read
+    latency = row(pair, "Write latency — write")  # latency: lower is better, Portworx's is lower
+    assert "▲ better" in latency and "↓ lower" in latency and "µs" in latency
+    assert "▼ worse" in row(pair, "Sequential write — write")
+    openebs = section(text, "OpenEBS against Azure Disk Storage · thesis", " against ")
+    assert "● no meaningful difference" in row(openebs, "Mixed read IOPS — read")
+    assert text.count("· thesis") == 6
+    for verdict in ("▲ better", "▼ worse", "● no meaningful difference"):
+        assert verdict in pair + openebs, verdict
+    # the thesis has one run and no role labels: those kinds show a note
+    assert "No results carry role=baseline and role=candidate labels" in text
+    assert "No storage class has two runs" in text
+
+
+@pytest.mark.slow
+def test_thesis_anomalies_flag_portworx(thesis_site):
+    page = thesis_site.page("anomalies")
+    text = page["text"]
+    over = section(text, "Over the declared limit", "Warm-up: the first repetition is slower")
+    assert "5000 IOPS" in over and "200 MB/s" in over  # the declared limits (P30)
+    assert "Portworx" in over
+    assert "20 of 20 results above the declared 5000 IOPS" in over and "8.8× the limit" in over
+    assert "Azure Disk Storage" not in text  # the disk itself is never flagged
+    warm = section(text, "Warm-up: the first repetition is slower", "Outliers")
+    portworx = row(warm, "Portworx")
+    assert "Random read IOPS" in portworx and "first repetition slower in 4 of 4 occasions" in portworx
+    assert "OpenEBS" in warm
+    labels = [c["label"] for c in page["charts"]]
+    assert len(labels) == 5 and all(painted(c) for c in page["charts"]), page["charts"]
+    assert "Over the declared limit (IOPS). thesis · highest result vs declared limit; n = 20 results per cell · unit: IOPS" in labels
+    assert any(lb.startswith("Over the declared limit (MiB/s)") for lb in labels)
+    assert sum(lb.startswith("Warm-up: first repetition vs the others") for lb in labels) == 3  # IOPS, MiB/s, µs
+    assert "robust z" in section(text, "Outliers")
+
+
+@pytest.mark.slow
+def test_thesis_occasions_split_the_variance(thesis_site):
+    page = thesis_site.page("occasions")
+    text = page["text"]
+    assert len(page["charts"]) == 44 and all(painted(c) for c in page["charts"]), page["charts"]
+    labels = [c["label"] for c in page["charts"]]
+    shares = [lb for lb in labels if "share of the variance" in lb]
+    assert len(shares) == 4 and all("n = 20 results per workload on 4 occasions" in lb for lb in shares), shares
+    boxes = [lb for lb in labels if lb not in shares]
+    assert all("n = 5 per occasion, 4 occasions · unit: " in lb for lb in boxes), boxes
+    assert "Rook-Ceph: Sequential read — read (MiB/s). n = 5 per occasion, 4 occasions · unit: MiB/s" in labels
+    # Rook-Ceph's sequential reads: almost all of the spread is the occasion (a Saturday ran faster)
+    rook = row(section(text, "Rook-Ceph · thesis"), "Sequential read — read")
+    assert "mostly occasions" in rook and "99%" in rook
+    assert "no clear occasion effect" in row(section(text, "Azure Disk Storage · thesis", "OpenEBS · thesis"),
+                                             "Sequential read — read")
+
+
+@pytest.mark.slow
+def test_thesis_methodology_from_the_data(thesis_site):
+    text = thesis_site.page("methodology")["text"]
+    for expected in (
+        "Campaign thesis", "Setup", "storage class: Portworx", "platform (imported): Azure", "versions: pvbench",
+        "Design", "matrix: 4 storage classes × 10 workloads (imported) × 4 occasions × 5 repetitions",
+        "values per cell (n): 20", "occasions: 1 (Fri 2023-04-21 12:38 UTC)",
+        "Units", "µs, lower is better", "Confidence levels and tests", "95% bootstrap CIs",
+        "Mann–Whitney U, Holm-corrected", "Declared limits", "5000 IOPS", "Resources and cost",
+        "fio time not recorded", "no cost computed",
+    ):
+        assert expected in text, expected
+
+
 # ------------------------------------------------------------------ full build
 
 @pytest.mark.slow
@@ -262,13 +364,48 @@ def test_sweep_curves_are_drawn(full_site):
 @pytest.mark.slow
 def test_full_report_has_every_profile(full_site):
     index = full_site.page("index")["text"]
-    for section in ("imported · thesis", "vshn · synthetic", "sweep · synthetic"):
+    for section in ("imported · thesis", "vshn · synthetic", "sweep · synthetic", "dbench · upgrade"):
         assert section in index
     box = full_site.page("boxplots")
-    assert len(box["charts"]) == 20 and all(painted(c) for c in box["charts"])
+    assert len(box["charts"]) == 24 and all(painted(c) for c in box["charts"])
     rbd = full_site.page("class-rook-ceph-rbd")
     # 10 vshn run panels + 2 fsync charts + 18 sweep curves
     assert len(rbd["charts"]) == 30 and all(painted(c) for c in rbd["charts"]), rbd["charts"]
+
+
+@pytest.mark.slow
+def test_full_comparisons_catch_the_upgrade(full_site):
+    text = full_site.page("comparisons")["text"]
+    for heading in ("openebs-lvm: role=candidate against role=baseline · upgrade",
+                    "openebs-lvm: run=after-upgrade against run=before-upgrade · upgrade"):
+        part = section(text, heading, " against ")
+        for workload in ("Random write IOPS — write", "Write latency — write"):  # 20% slower writes
+            assert "▼ worse" in row(part, workload) and "10 / 10" in row(part, workload), (heading, workload)
+        for workload in ("Random read IOPS — read", "Read latency — read"):  # unchanged reads
+            assert "● no meaningful difference" in row(part, workload), (heading, workload)
+    # with 3 repetitions a side nothing can be significant
+    sweep = section(text, "rook-ceph-rbd against nvme-tcp · synthetic", " against ")
+    assert "▲" not in sweep and "▼" not in sweep and "3 / 3" in sweep
+    assert "No results carry role" not in text and "No storage class has two runs" not in text
+
+
+@pytest.mark.slow
+def test_full_anomalies_and_methodology(full_site):
+    anomalies = full_site.page("anomalies")
+    assert "No limits declared for this data set" in anomalies["text"]  # aggregated without --limits
+    # warm-up charts per campaign and unit: thesis IOPS, MiB/s, µs; upgrade IOPS, µs
+    assert len(anomalies["charts"]) == 5 and all(painted(c) for c in anomalies["charts"])
+    assert sum("upgrade · first repetition" in c["label"] for c in anomalies["charts"]) == 2
+    assert "openebs-lvm" in section(anomalies["text"], "Warm-up: the first repetition is slower", "Outliers")
+    occasions = full_site.page("occasions")
+    assert len(occasions["charts"]) == 49 and all(painted(c) for c in occasions["charts"])
+    assert "openebs-lvm · upgrade" in occasions["text"]
+    assert "cephfs ·" not in occasions["text"]  # one occasion only: no split
+    text = section(full_site.page("methodology")["text"], "Campaign upgrade")
+    for expected in ("provisioner local.csi.openebs.io", "kernel 6.1.0-18-amd64", "Kubernetes v1.31.4",
+                     "× 4 occasions × 5 repetitions", "randomized interleaving", "seed 2026",
+                     "ramp 2s + 15s measured", "fio time 1,200 s", "no prices declared"):
+        assert expected in text, expected
 
 
 @pytest.mark.slow
