@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -121,3 +122,13 @@ def fio_bin() -> str:
 def quick_timing() -> dict[str, str]:
     """Timing overrides that keep a real fio cell to about a second."""
     return {"ramp": "200ms", "runtime": "500ms", "size": "16M"}
+
+
+@pytest.fixture(scope="session")
+def thesis_store(tmp_path_factory) -> Path:
+    """The thesis's 800 published per-run values, imported through the CLI (read-only: copy to modify)."""
+    store = tmp_path_factory.mktemp("thesis")
+    proc = subprocess.run([sys.executable, "-m", "pvbench.cli", "import", "thesis-csv", str(THESIS_CSV),
+                           "--store", str(store)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return store

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import THESIS_CSV
+
 from pvbench.analytics import AnalyticsError, aggregate, build_tables, discover_models
 from pvbench.analytics.runner import analytics_dir
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
@@ -37,15 +37,6 @@ SOLUTIONS = ("Azure Disk Storage", "Portworx", "OpenEBS", "Rook-Ceph")
 def _decimals(value: float) -> int:
     text = repr(float(value))
     return 0 if text.endswith(".0") else len(text.split(".")[1])
-
-
-@pytest.fixture(scope="module")
-def thesis_store(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("thesis")
-    proc = subprocess.run(PVBENCH + ["import", "thesis-csv", str(THESIS_CSV), "--store", str(store)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return store
 
 
 def test_import_reproduces_table_6_1(thesis_store):

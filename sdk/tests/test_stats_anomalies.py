@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, THESIS_CSV
+from conftest import REPO
 from pvbench.analytics import build_tables
 from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, parse_bandwidth, read_declarations
 from pvbench.store import open_store
@@ -26,15 +26,6 @@ storage_classes:
     bandwidth: 200 MB/s
     note: Azure Premium SSD P30, 1 TiB
 """
-
-
-@pytest.fixture(scope="module")
-def thesis_store(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("thesis")
-    proc = subprocess.run(PVBENCH + ["import", "thesis-csv", str(THESIS_CSV), "--store", str(store)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return store
 
 
 @pytest.fixture(scope="module")

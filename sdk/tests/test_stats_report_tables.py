@@ -8,7 +8,6 @@ import duckdb
 import numpy as np
 import pytest
 
-from conftest import THESIS_CSV
 from pvbench.analytics import aggregate, build_tables
 from pvbench.stats.occasions import split_variance
 from pvbench.store import open_store
@@ -18,12 +17,8 @@ PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 
 
 @pytest.fixture(scope="module")
-def thesis(tmp_path_factory):
-    store = tmp_path_factory.mktemp("thesis")
-    proc = subprocess.run(PVBENCH + ["import", "thesis-csv", str(THESIS_CSV), "--store", str(store)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return build_tables(open_store(store), "thesis")
+def thesis(thesis_store):
+    return build_tables(open_store(thesis_store), "thesis")
 
 
 def test_occasion_split_sql_matches_the_python_reference(thesis):
