@@ -4,7 +4,7 @@ import pytest
 
 from pvbench.store import LocalStore, open_store
 from pvbench.store.backends import S3Store, StoreError
-from pvbench.store.layout import CellKey, analytics_prefix, slug, template_prefix
+from pvbench.store.layout import CellKey, analytics_prefix, slug
 
 
 def test_key_layout_is_hive_partitioned_and_slugged():
@@ -15,13 +15,6 @@ def test_key_layout_is_hive_partitioned_and_slugged():
     assert analytics_prefix("c") == "analytics/campaign=c/run=all"
     with pytest.raises(ValueError):
         slug("  ")
-
-
-def test_template_prefix_matches_real_keys():
-    names = ["campaign", "run", "occasion", "storage_class", "profile", "workload", "rep"]
-    key = CellKey("c", "r", "o", "sc", "dbench", "seqread", 1)
-    values = dict(zip(names, ["c", "r", "o", "sc", "dbench", "seqread", "1"]))
-    assert template_prefix(**values) == key.prefix()
 
 
 @pytest.mark.parametrize("kind", ["local", "s3"])

@@ -35,33 +35,27 @@ def publish(doc: ResultDocument, raw_fio: str | None, store: Store, spool: Path 
     key = key_of(doc)
     files = [] if raw_fio is None else [(key.raw_fio_key(), raw_fio.encode())]
     files.append((key.result_key(), doc.to_json()))
-    if isinstance(store, LocalStore) or spool is None:
-        try:
-            for name, data in files:
-                store.put_bytes(name, data)
-            return Published(key.result_key(), stored=True)
-        except (OSError, StoreError) as exc:
-            if spool is None:
-                return Published(key.result_key(), stored=False, error=str(exc))
-            return _spool_only(key, files, spool, exc)
-    spooled = LocalStore(spool)
-    for name, data in files:
-        spooled.put_bytes(name, data)
+    # A remote store is spooled first (a crash mid-upload loses nothing); a local one is
+    # written directly and spooled only if that write fails.
+    spool_first = spool is not None and not isinstance(store, LocalStore)
+    if spool_first:
+        _write(LocalStore(spool), files)
     try:
-        for name, data in files:
-            store.put_bytes(name, data)
+        _write(store, files)
     except (OSError, StoreError) as exc:
-        return Published(key.result_key(), stored=False, spooled_at=spool / key.result_key(), error=str(exc))
-    for name, _ in files:
-        (spool / name).unlink(missing_ok=True)
+        if spool is not None and not spool_first:
+            _write(LocalStore(spool), files)
+        spooled_at = spool / key.result_key() if spool is not None else None
+        return Published(key.result_key(), stored=False, spooled_at=spooled_at, error=str(exc))
+    if spool_first:
+        for name, _ in files:
+            (spool / name).unlink(missing_ok=True)
     return Published(key.result_key(), stored=True)
 
 
-def _spool_only(key: CellKey, files, spool: Path, exc: Exception) -> Published:
-    spooled = LocalStore(spool)
+def _write(store: Store, files: list[tuple[str, bytes]]) -> None:
     for name, data in files:
-        spooled.put_bytes(name, data)
-    return Published(key.result_key(), stored=False, spooled_at=spool / key.result_key(), error=str(exc))
+        store.put_bytes(name, data)
 
 
 def pending(spool: Path) -> list[str]:

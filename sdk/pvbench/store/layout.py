@@ -72,19 +72,6 @@ class CellKey:
         return f"{self.prefix()}/{RAW_FIO_FILE}"
 
 
-def template_prefix(**placeholders: str) -> str:
-    """The cell prefix with Argo placeholders in place of values (for artifact keys).
-
-    Argo substitutes the values at run time; the caller must pass values that are
-    already slugs (the matrix expansion emits slugged keys for exactly this reason).
-    """
-    order = ["campaign", "run", "occasion", "storage_class", "profile", "workload", "rep"]
-    missing = set(order) - set(placeholders)
-    if missing:
-        raise ValueError(f"template_prefix needs placeholders for {sorted(missing)}")
-    return "/".join([RESULTS_ROOT] + [f"{name}={placeholders[name]}" for name in order])
-
-
 def results_prefix(campaign: str | None = None, run: str | None = None) -> str:
     """Prefix holding all results of a campaign (or of one run of it, or everything)."""
     parts = [RESULTS_ROOT]
