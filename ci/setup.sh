@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything pvbench needs on a fresh Debian machine, idempotent (fast when already done):
-# Debian packages, the Python environment, MinIO, helm/kubeconform, the Evidence project.
+# Debian packages, the Python environment, MinIO, helm/kubeconform, the real Argo engines
+# (built from the Go module proxy), the Evidence project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -28,5 +29,6 @@ fi
 
 log "minio";  bash ci/install-minio.sh
 if [ -f ci/install-tools.sh ]; then log "helm, kubeconform"; bash ci/install-tools.sh; fi
+log "argo engines (workflow-controller, argoexec, argo, argo-events, nats-server)"; bash ci/install-argo.sh
 if [ -f ci/install-report.sh ]; then log "evidence report"; bash ci/install-report.sh; fi
 log "setup done"

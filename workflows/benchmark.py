@@ -1,14 +1,15 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
-    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ adaptive ─▶ aggregate ─▶ report
-                                                     exit handler: cleanup (PVCs)
+    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ adaptive (only if adaptive-target is set)
+    exit handler, whatever happened: cleanup (stuck cell pods) ‖ aggregate ─▶ report
 
-    adaptive (only when adaptive-target is not "off"; skipped otherwise), one round:
-        check (ci-check) ─▶ benchmark-cell × next (withParam) ─▶ adaptive (round + 1)
+    adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next (withParam) ─▶ adaptive (round + 1)
 
 Every step is a ``pvbench`` command; this file only says how Argo wires them.
 Rendered to templates/benchmark.yaml by ``pvbench render`` (never edit that file).
 """
+
+import json
 
 from hera.workflows import (
     DAG,
@@ -30,6 +31,11 @@ from pvbench.argo import keys
 
 WF = "{{workflow.parameters.%s}}".__mod__
 IN = "{{inputs.parameters.%s}}".__mod__
+# The store keys hold slugs of the labels; for a label that `validate` accepted (letters,
+# digits, . _ -) the slug is its lowercase form, which Argo's expressions can compute.
+CAMPAIGN_KEY = "{{=lower(workflow.parameters.campaign)}}"
+OCCASION_KEY = "{{=lower(workflow.parameters.occasion)}}"
+CELL_TIMEOUT = "{{workflow.outputs.parameters.%s}}" % c.CELL_TIMEOUT_OUTPUT
 
 # ------------------------------------------------------------------ shared pod settings
 # Non-root everywhere; fsGroup makes the fresh PVC writable for that user.
@@ -48,9 +54,9 @@ STRICT = m.SecurityContext(
 TMP = EmptyDirVolume(name="tmp", mount_path="/tmp")  # the only writable path besides /data
 PULL = "IfNotPresent"  # images are pinned by tag (the chart sets it); kind can side-load them
 RUNNER = WF("image")
-# Transient trouble only: OnError retries pods that Argo or Kubernetes lost (evicted,
-# deleted, executor errors), never a step whose own command failed. No timeout is set on
-# the benchmark step: a slow storage class is a result, not an error to retry away.
+# Transient trouble only, for the steps around the cells: OnError retries pods that Argo or
+# Kubernetes lost (evicted, deleted, executor errors), never a step whose own command failed.
+# Cells are not retried (see benchmark-cell).
 TRANSIENT = m.RetryStrategy(
     limit="2",
     retry_policy="OnError",
@@ -66,26 +72,18 @@ MATRIX_ARGS = [
     "--repetitions", WF("repetitions"),
     "--seed", WF("seed"),
 ]  # fmt: skip
+TIMING_ARGS = ["--ramp", WF("ramp"), "--runtime", WF("runtime"), "--size", WF("size")]
 
 
-def run_results_artifact() -> S3Artifact:
+def run_results_artifact(optional: bool = False) -> S3Artifact:
     """Every result of this run so far, fetched by Argo into a store directory (no S3 credentials in the pod)."""
-    prefix = keys.run_results_prefix(IN("campaign-key"), "{{workflow.name}}")
-    return S3Artifact(name="results", path=f"{c.STORE_DIR}/{prefix}", key=prefix)
+    prefix = keys.run_results_prefix(CAMPAIGN_KEY, "{{workflow.name}}")
+    return S3Artifact(name="results", path=f"{c.STORE_DIR}/{prefix}", key=prefix, optional=optional or None)
 
 
 def cell_arguments() -> list[Parameter]:
-    """A fan-out item (from `pvbench expand` or ci-check's `next`) as benchmark-cell's arguments."""
-    return [
-        Parameter(name="storage-class", value="{{item.storage_class}}"),
-        Parameter(name="profile", value="{{item.profile}}"),
-        Parameter(name="workload", value="{{item.workload}}"),
-        Parameter(name="rep", value="{{item.rep}}"),
-        Parameter(name="order", value="{{item.order}}"),
-        Parameter(name="key", value="{{item.key}}"),  # the store's key layout, never rebuilt here
-        Parameter(name="node-label", value=WF("node-label")),
-        Parameter(name="node-value", value=WF("node-value")),
-    ]
+    """A fan-out item (`pvbench expand`, or ci-check's `next`) as benchmark-cell's arguments."""
+    return [Parameter(name=name.replace("_", "-"), value="{{item.%s}}" % name) for name in c.FAN_OUT_ITEM_KEYS]
 
 
 P = Parameter
@@ -106,12 +104,17 @@ PARAMETERS = [
     P(name="adaptive-max-repetitions", value="20", enum=list(c.ADAPTIVE_MAX_REPETITIONS),
       description="Adaptive repetitions: at most this many per cell, and at most this many extra rounds."),
     P(name="seed", value="1", description="Seed of the randomized cell order; the same seed repeats the same order."),
-    P(name="ramp", value="2s", enum=["2s", "5s", "10s", "30s"],
-      description="fio ramp time before measuring (dbench: 2s, vshn: 5s, sweep: 10s)."),
-    P(name="runtime", value="15s", enum=["15s", "30s", "60s", "120s", "300s"],
-      description="fio measured runtime per test (dbench: 15s, vshn: 30s, sweep: 120s)."),
-    P(name="size", value="1G", description="fio file size per job, e.g. 1G. Checked against volume-size before anything starts."),
-    P(name="volume-size", value="10Gi", description="Size of each fresh PVC, e.g. 10Gi."),
+    P(name="ramp", value=c.PROFILE_DEFAULT, enum=[c.PROFILE_DEFAULT, "2s", "5s", "10s", "30s"],
+      description="fio ramp time before measuring. profile: the profile's own (dbench 2s, vshn 5s, sweep 10s)."),
+    P(name="runtime", value=c.PROFILE_DEFAULT, enum=[c.PROFILE_DEFAULT, "15s", "30s", "60s", "120s", "300s"],
+      description="fio measured runtime per test. profile: the profile's own (dbench 15s, vshn 30s, sweep 120s)."),
+    P(name="size", value=c.PROFILE_DEFAULT,
+      description="fio file size per job, e.g. 1G. profile: the profile's own (dbench 1G, vshn 2G, sweep 4G). "
+                  "Checked against volume-size before anything starts."),
+    P(name="volume-size", value="10Gi", description="Size of each fresh PVC, e.g. 10Gi (cloud disks: size sets speed)."),
+    P(name="volume-timeout", value="10m",
+      description="How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails; "
+                  "the cell's deadline is this plus its fio time, so a volume that never binds cannot hold the node."),
     P(name="campaign", value="default",
       description="Campaign label: groups runs that are compared together (letters, digits, . _ -)."),
     P(name="occasion", value="adhoc",
@@ -125,7 +128,7 @@ PARAMETERS = [
     P(name="node-label", value="kubernetes.io/os",
       description="Benchmark pods run only on nodes with node-label=node-value. Use kubernetes.io/hostname to pin one node."),
     P(name="node-value", value="linux",
-      description="Value of node-label. Benchmark pods with the same value run one at a time (mutex pvbench-node-<value>)."),
+      description="Value of node-label. Runs with the same value take turns (mutex pvbench-node-<value>)."),
     P(name="image", value=c.RUNNER_IMAGE, description="Runner image (fio + pvbench)."),
     P(name="report-image", value=c.REPORT_IMAGE, description="Report image (Evidence + pvbench)."),
 ]  # fmt: skip
@@ -137,18 +140,32 @@ with WorkflowTemplate(
         "workflows.argoproj.io/title": "pvbench: benchmark storage classes with fio",
         "workflows.argoproj.io/description": (
             "Validates the parameters, expands storage classes x profile tests x repetitions in a seeded "
-            "random order, runs each cell on a fresh PVC of its class (one pod per node at a time), "
-            "aggregates the results to Parquet and builds the report. Results, tables and report land "
-            "in the artifact repository under the pvbench key layout."
+            "random order, runs each cell on a fresh PVC of its class (one at a time per node selection), "
+            "then aggregates whatever was measured to Parquet and builds the report, naming the cells that "
+            "failed. Results, tables and report land in the artifact repository under the pvbench key layout."
         ),
     },
     entrypoint="main",
-    on_exit="cleanup",
+    on_exit="finish",
     service_account_name=c.SERVICE_ACCOUNT,
     artifact_repository_ref=m.ArtifactRepositoryRef(
         config_map=c.ARTIFACT_REPOSITORY_CONFIGMAP, key=c.ARTIFACT_REPOSITORY_KEY
     ),
     security_context=POD_SECURITY,
+    # One pod at a time: a benchmark measures one client against the storage, and the
+    # steps around the cells are sequential anyway.
+    parallelism=1,
+    # One run at a time per node selection: runs with the same node-value (every CronWorkflow
+    # occasion, every Sensor candidate, the UI's runs) queue for this mutex, so no two runs
+    # disturb each other's numbers. Waiting for it counts against no deadline.
+    synchronization=m.Synchronization(mutexes=[m.Mutex(name="pvbench-node-" + WF("node-value"))]),
+    # A finished cell's pod goes at once, and its ephemeral PVC (owned by the pod) with it: the
+    # volume is freed, and a cloud disk stops being billed, while the run goes on. Its log
+    # stays in the artifact repository (archiveLogs), where the Argo UI shows it.
+    pod_gc=m.PodGC(
+        strategy="OnPodCompletion",
+        label_selector=m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK}),
+    ),
     # A run is labelled with what it is, so the UI and the Sensor's runs can be filtered.
     workflow_metadata=m.WorkflowMetadata(
         labels_from={
@@ -158,22 +175,29 @@ with WorkflowTemplate(
     ),
     arguments=PARAMETERS,
 ) as wt:
-    # 1. Bad input fails here, with pvbench's message, before any PVC exists.
+    # 1. Bad input fails here, with pvbench's message, before any PVC exists. It also
+    #    derives each cell's deadline from the workload (a workflow-wide output).
     validate = Container(
         name="validate",
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["validate", *MATRIX_ARGS,
-              "--ramp", WF("ramp"), "--runtime", WF("runtime"), "--size", WF("size"),
-              "--volume-size", WF("volume-size")],  # fmt: skip
+        args=["validate", *MATRIX_ARGS, *TIMING_ARGS,
+              "--volume-size", WF("volume-size"), "--volume-timeout", WF("volume-timeout"),
+              "--outputs", c.VALIDATE_OUT_DIR],  # fmt: skip
         security_context=STRICT,
         volumes=[TMP],
         retry_strategy=TRANSIENT,
+        outputs=[
+            Parameter(
+                name=c.CELL_TIMEOUT_OUTPUT,
+                global_name=c.CELL_TIMEOUT_OUTPUT,
+                value_from=m.ValueFrom(path=f"{c.VALIDATE_OUT_DIR}/{c.CELL_TIMEOUT_OUTPUT}"),
+            )
+        ],
     )
 
-    # 2. The cells as a JSON list on stdout (outputs.result), in the seeded random order;
-    #    each carries its store key, built by the one key layout.
+    # 2. The cells as a JSON list on stdout (outputs.result), in the seeded random order.
     expand = Container(
         name="expand",
         image=RUNNER,
@@ -186,17 +210,24 @@ with WorkflowTemplate(
     )
 
     # 3. One cell: fio on a fresh PVC of the cell's storage class.
-    # Why a template-level ephemeral volume: its volumeClaimTemplate is part of this pod's
-    # spec, so Argo substitutes {{inputs.parameters.storage-class}} per fan-out item
-    # (seen working on a real v4.1 controller), the PVC is created with the pod and
-    # garbage-collected with it, and no resource step or RBAC to create PVCs is needed.
-    # A workflow-level volumeClaimTemplates entry (Hera's Volume) would be one class for
-    # the whole run. The exit handler deletes what is left (pods kept for their logs).
-    cell_inputs = ["storage-class", "profile", "workload", "rep", "order", "key"]
+    # The volume: a template-level ephemeral volume, so each pod gets its own PVC of the cell's
+    # class ({{inputs.parameters.storage-class}} is substituted in its string fields) and the
+    # PVC goes with the pod. Its size cannot be written as {{…}} there (Argo parses templates
+    # into Kubernetes types, and a quantity is no string): the literal below is replaced by
+    # the run's volume-size through podSpecPatch, a string Argo substitutes and merges into
+    # the pod (volumes merge by name).
+    # The deadline (`timeout`, from validate): volume-timeout plus the cell's fio time. It
+    # counts from when the cell's pod is made, pending included, so a PVC that never binds
+    # fails the cell instead of holding the node forever.
+    # Not retried: a retried pod template loses Argo's deadline for pods still pending, and a
+    # cell that measures only on its second try hides a problem. A failed cell is named in
+    # the report; `argo retry` reruns exactly the failed cells, under the same keys.
+    cell_inputs = [Parameter(name=name.replace("_", "-")) for name in c.FAN_OUT_ITEM_KEYS]
+    volume_size_patch = {"volumes": [{"name": "target", "ephemeral": {"volumeClaimTemplate": {
+        "spec": {"resources": {"requests": {"storage": WF("volume-size")}}}}}}]}  # fmt: skip
     benchmark_cell = Container(
         name="benchmark-cell",
-        inputs=[Parameter(name=n) for n in cell_inputs]
-        + [Parameter(name="node-label"), Parameter(name="node-value")],
+        inputs=cell_inputs,
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
@@ -207,15 +238,15 @@ with WorkflowTemplate(
             "--run", "{{workflow.name}}",
             "--occasion", WF("occasion"),
             "--storage-class", IN("storage-class"),
-            "--profile", IN("profile"),
+            "--profile", WF("profile"),
             "--workload", IN("workload"),
             "--rep", IN("rep"),
             "--order", IN("order"),
             "--seed", WF("seed"),
-            "--ramp", WF("ramp"),
-            "--runtime", WF("runtime"),
-            "--size", WF("size"),
+            *TIMING_ARGS,
             "--out", c.CELL_OUT_DIR,
+            "--key", keys.cell_prefix(CAMPAIGN_KEY, "{{workflow.name}}", OCCASION_KEY, IN("storage-class"),
+                                      WF("profile"), IN("workload"), IN("rep")),
             "--cleanup",
             "--label", "role=" + WF("role"),
             "--label", "trigger=" + WF("trigger"),
@@ -226,6 +257,8 @@ with WorkflowTemplate(
         env=[FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName")],  # recorded in each result
         security_context=STRICT,
         resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "256Mi"}, limits={"memory": "2Gi"}),
+        timeout=CELL_TIMEOUT,
+        pod_spec_patch=json.dumps(volume_size_patch, separators=(",", ":")),
         volumes=[
             TMP,
             m.Volume(
@@ -236,51 +269,53 @@ with WorkflowTemplate(
                         spec=m.PersistentVolumeClaimSpec(
                             access_modes=["ReadWriteOnce"],
                             storage_class_name=IN("storage-class"),
-                            resources=m.VolumeResourceRequirements(requests={"storage": WF("volume-size")}),
+                            # replaced by volume-size (podSpecPatch above)
+                            resources=m.VolumeResourceRequirements(requests={"storage": "1Gi"}),
                         ),
                     )
                 ),
             ),
         ],
         volume_mounts=[m.VolumeMount(name="target", mount_path=c.TARGET_DIR)],
-        # One benchmark pod per node at a time: the node selector picks the node(s), the
-        # mutex keyed by that selection serializes cells across every run in the
-        # namespace, and the anti-affinity keeps two benchmark pods off one node even when
-        # runs select nodes differently.
-        node_selector={IN("node-label"): IN("node-value")},
-        synchronization=m.Synchronization(mutexes=[m.Mutex(name="pvbench-node-" + IN("node-value"))]),
-        labels={c.LABEL_COMPONENT: "benchmark"},
+        # The node selector picks the node(s); the anti-affinity keeps two benchmark pods off
+        # one node even when runs select nodes differently (different node-values).
+        node_selector={WF("node-label"): WF("node-value")},
+        labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK},
         affinity=m.Affinity(
             pod_anti_affinity=m.PodAntiAffinity(
                 required_during_scheduling_ignored_during_execution=[
                     m.PodAffinityTerm(
-                        label_selector=m.LabelSelector(match_labels={c.LABEL_COMPONENT: "benchmark"}),
+                        label_selector=m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK}),
                         topology_key="kubernetes.io/hostname",
                     )
                 ]
             )
         ),
-        retry_strategy=TRANSIENT,
         outputs=[
             S3Artifact(
                 name="result",
                 path=c.CELL_OUT_DIR,
-                key=IN("key"),  # from `pvbench expand`, i.e. the store's key layout
+                # the store's key layout, with placeholders; fio-step checks it against the layout
+                key=keys.cell_prefix(CAMPAIGN_KEY, "{{workflow.name}}", OCCASION_KEY, IN("storage-class"),
+                                     WF("profile"), IN("workload"), IN("rep")),
                 archive=NoneArchiveStrategy(),
             )
         ],
     )
 
-    # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so
-    #    the pod holds no S3 credentials); the Parquet tables go back under analytics/.
+    # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so the
+    #    pod holds no S3 credentials); the Parquet tables go back under analytics/. Part of
+    #    the exit handler: it runs however the cells went (failed, errored, stopped), with
+    #    Argo's list of failed nodes, so the report names every cell that has no result.
     aggregate = Container(
         name="aggregate",
-        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), run_results_artifact()],
+        inputs=[run_results_artifact(optional=True)],
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["aggregate", "--store", c.STORE_DIR, "--campaign", IN("campaign"), "--run", "{{workflow.name}}",
-              "--out", c.ANALYTICS_DIR],  # fmt: skip
+        args=["aggregate", "--store", c.STORE_DIR, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
+              "--out", c.ANALYTICS_DIR, "--argo-failures", "{{workflow.failures}}",
+              "--argo-status", "{{workflow.status}}"],  # fmt: skip
         security_context=STRICT,
         resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "512Mi"}, limits={"memory": "4Gi"}),
         volumes=[TMP],
@@ -289,7 +324,7 @@ with WorkflowTemplate(
             S3Artifact(
                 name="analytics",
                 path=c.ANALYTICS_DIR,
-                key=keys.run_analytics_prefix(IN("campaign-key"), "{{workflow.name}}"),
+                key=keys.run_analytics_prefix(CAMPAIGN_KEY, "{{workflow.name}}"),
                 archive=NoneArchiveStrategy(),
             )
         ],
@@ -298,10 +333,7 @@ with WorkflowTemplate(
     # 5. The Evidence site, stored unarchived: the Argo UI browses it, MinIO serves it.
     report = Container(
         name="report",
-        inputs=[
-            Parameter(name="campaign-key"),
-            Artifact(name="analytics", path=c.ANALYTICS_DIR),
-        ],
+        inputs=[Artifact(name="analytics", path=c.ANALYTICS_DIR)],
         image=WF("report-image"),
         image_pull_policy=PULL,
         command=["pvbench"],
@@ -315,18 +347,21 @@ with WorkflowTemplate(
             S3Artifact(
                 name="report",
                 path=c.SITE_DIR,
-                key=keys.run_report_prefix(IN("campaign-key"), "{{workflow.name}}"),
+                key=keys.run_report_prefix(CAMPAIGN_KEY, "{{workflow.name}}"),
                 archive=NoneArchiveStrategy(),
             )
         ],
     )
 
-    # Exit handler, on success and failure alike: delete the run's PVCs (the ephemeral
-    # volumes of finished pods would otherwise hold their storage until the pods go).
+    # Exit handler: a cell pod still pending when its deadline passed (a volume that never
+    # bound) is not complete, so pod GC leaves it: delete the run's benchmark pods that remain
+    # (their PVCs go with them), under an identity that may do only that.
     cleanup = Resource(
         name="cleanup",
         action="delete",
-        flags=["persistentvolumeclaims", "--selector", f"{c.LABEL_WORKFLOW}={{{{workflow.name}}}}",
+        service_account_name=c.CLEANUP_SERVICE_ACCOUNT,
+        flags=["pods", "--selector",
+               f"workflows.argoproj.io/workflow={{{{workflow.name}}}},{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK}",
                "--ignore-not-found", "--wait=false"],  # fmt: skip
     )
 
@@ -334,16 +369,15 @@ with WorkflowTemplate(
     # the run's results so far (fetched by Argo like aggregate's, so no S3 credentials here).
     # It exits 0 either way (--exit-zero): needing more is an answer, not a failure. Its
     # answer goes out as two output parameters: `next` (the cells to repeat, shaped like
-    # `pvbench expand` items, keys from the one layout) and `more` (true/false). A cell
-    # with adaptive-max-repetitions values is done, precise or not.
+    # `pvbench expand` items) and `more` (true/false). A cell with adaptive-max-repetitions
+    # values is done, precise or not.
     adaptive_check = Container(
         name="adaptive-check",
-        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), Parameter(name="round"),
-                run_results_artifact()],
+        inputs=[Parameter(name="round"), run_results_artifact()],
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["stats", "ci-check", "--store", c.STORE_DIR, "--campaign", IN("campaign"), "--run", "{{workflow.name}}",
+        args=["stats", "ci-check", "--store", c.STORE_DIR, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
               "--target", WF("adaptive-target"), "--min-reps", str(c.ADAPTIVE_MIN_REPETITIONS),
               "--max-reps", WF("adaptive-max-repetitions"), "--seed", WF("seed"), "--round", IN("round"),
               "--exit-zero", "--outputs", c.CHECK_OUT_DIR],  # fmt: skip
@@ -358,9 +392,7 @@ with WorkflowTemplate(
     )
 
     # Adaptive repetitions, one round: check -> fan out only the `next` cells (the same
-    # benchmark-cell template, so a fresh PVC each and one benchmark pod per node still
-    # hold; results land under next[].key, the layout's key of that repetition) -> the
-    # next round.
+    # benchmark-cell template, so a fresh PVC each) -> the next round.
     # Why recursion: Argo has no while loop. A DAG template that calls itself under a
     # `when` is Argo's documented way to repeat until a step says stop (the recursive
     # coinflip example); a retryStrategy loop can repeat one pod but not a fan-out, and
@@ -375,15 +407,10 @@ with WorkflowTemplate(
     more = "{{tasks.check.outputs.parameters.more}} == true"
     with DAG(
         name="adaptive",
-        inputs=[Parameter(name="campaign"), Parameter(name="campaign-key"), Parameter(name="round"),
-                Parameter(name="max-rounds")],
+        inputs=[Parameter(name="round"), Parameter(name="max-rounds")],
         fail_fast=False,
     ) as adaptive:
-        a_check = Task(
-            name="check",
-            template=adaptive_check,
-            arguments=[Parameter(name=n, value=IN(n)) for n in ("campaign", "campaign-key", "round")],
-        )
+        a_check = Task(name="check", template=adaptive_check, arguments=[Parameter(name="round", value=IN("round"))])
         a_cells = Task(
             name="benchmark",
             template=benchmark_cell,
@@ -396,15 +423,13 @@ with WorkflowTemplate(
             template="adaptive",  # itself
             when=more + " && {{inputs.parameters.round}} < {{inputs.parameters.max-rounds}}",
             arguments=[
-                Parameter(name="campaign", value=IN("campaign")),
-                Parameter(name="campaign-key", value=IN("campaign-key")),
                 Parameter(name="round", value="{{=asInt(inputs.parameters.round) + 1}}"),
                 Parameter(name="max-rounds", value=IN("max-rounds")),
             ],
         )
         a_check >> a_cells
-        # The next round also follows a round in which some cells failed (like aggregate).
-        a_next.depends = "benchmark.Succeeded || benchmark.Failed"
+        # The next round also follows a round in which some cells failed.
+        a_next.depends = "benchmark.Succeeded || benchmark.Failed || benchmark.Errored"
 
     # failFast off: one failing cell must not stop the others from being measured.
     with DAG(name="main", fail_fast=False):
@@ -416,37 +441,27 @@ with WorkflowTemplate(
             with_param="{{tasks.expand.outputs.result}}",
             arguments=cell_arguments(),
         )
-        # The store key holds the campaign's slug; for a valid label that is its lowercase form.
-        campaign_key = Parameter(name="campaign-key", value="{{=lower(workflow.parameters.campaign)}}")
-        # Skipped when adaptive-target is off: then aggregate follows the cells as it always did.
         t_adaptive = Task(
             name="adaptive",
             template=adaptive,
             when="'{{workflow.parameters.adaptive-target}}' != 'off'",
             arguments=[
-                Parameter(name="campaign", value=WF("campaign")),
-                campaign_key,
                 Parameter(name="round", value="1"),
                 Parameter(name="max-rounds", value=WF("adaptive-max-repetitions")),
             ],
         )
-        t_aggregate = Task(
-            name="aggregate",
-            template=aggregate,
-            arguments=[Parameter(name="campaign", value=WF("campaign")), campaign_key],
-        )
-        t_report = Task(
+        t_validate >> t_expand >> t_cells
+        # Adapt also after a round in which some cells failed or errored.
+        t_adaptive.depends = "benchmark.Succeeded || benchmark.Failed || benchmark.Errored"
+
+    # The exit handler: whatever the run's phase (cells failed, a stop from the UI, a
+    # deadline), free what is left and tabulate and report what was measured.
+    with DAG(name="finish", fail_fast=False):
+        Task(name="cleanup", template=cleanup)
+        Task(name="aggregate", template=aggregate) >> Task(
             name="report",
             template=report,
-            arguments=[
-                campaign_key,
-                Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}"),
-            ],
+            arguments=[Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}")],
         )
-        # Tabulate whatever cells did land even if some failed (the run still ends Failed).
-        t_adaptive.depends = "benchmark.Succeeded || benchmark.Failed"
-        t_aggregate.depends = "adaptive.Succeeded || adaptive.Failed || adaptive.Errored || adaptive.Skipped"
-        t_validate >> t_expand >> t_cells
-        t_aggregate >> t_report
 
 MANIFESTS = [wt]

@@ -39,7 +39,7 @@ if pid_alive containerd; then
 fi
 
 # 3. control plane, then containerd
-for p in kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop_pid "$p" 20; done
+for p in kube-scheduler kube-controller-manager kube-apiserver etcd containerd nats; do stop_pid "$p" 20; done
 
 # 4. shims and pods' processes left behind: only those started for our containerd socket
 for pid in $(grep -l -s -a -- "$CTR_SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
@@ -80,6 +80,8 @@ if [ -s "$HOST_STATE" ]; then
   grep -q "^created-bridge $BRIDGE" "$HOST_STATE" && ip link del "$BRIDGE" 2>/dev/null
 fi
 ip link show "$BRIDGE" >/dev/null 2>&1 && ip addr del "$GATEWAY/24" dev "$BRIDGE" 2>/dev/null
+# the DNAT for the `kubernetes` Service (a table of our own: nothing else is touched)
+if command -v nft >/dev/null && nft list table ip "$NFT_TABLE" >/dev/null 2>&1; then nft delete table ip "$NFT_TABLE"; fi
 
 # 8. cgroups the kubelet and runc created (v1 hierarchies and the unified one)
 for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do

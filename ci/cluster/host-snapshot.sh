@@ -10,6 +10,7 @@ echo "## network"
 ip -o link show "$BRIDGE" 2>/dev/null | awk '{print $2}'
 ip -o addr 2>/dev/null | awk -v g="$GATEWAY/" 'index($4, g) == 1 {print $2, $4}'
 ls /var/run/netns 2>/dev/null | grep '^cni-' | sort
+if command -v nft >/dev/null && nft list table ip "$NFT_TABLE" >/dev/null 2>&1; then echo "nft table ip $NFT_TABLE"; fi
 echo "## loop devices"
 losetup -a 2>/dev/null | grep -F -e "$STATE" -e pvbench | sort
 echo "## mounts"

@@ -23,6 +23,9 @@ API_SERVER=https://$GATEWAY:$API_PORT
 ETCD_PORT=${PVBENCH_CLUSTER_ETCD_PORT:-23790}
 ETCD_PEER_PORT=$((ETCD_PORT + 10))
 SERVICE_CIDR=10.96.0.0/16
+API_SERVICE_IP=10.96.0.1   # the `kubernetes` Service: what in-cluster clients (Argo's executor) dial
+NFT_TABLE=pvbench          # `ip pvbench`: the DNAT that stands in for kube-proxy for that one Service
+NATS_PORT=${PVBENCH_CLUSTER_NATS_PORT:-4222}   # the EventBus (JetStream) on $GATEWAY
 NODE_NAME=localhost   # a loopback node IP is refused; the apiserver reaches the kubelet by this name
 
 # The project's venv (Hera, for the CRDs); ci/setup.sh makes it.
@@ -45,6 +48,18 @@ RUNNER_IMAGE=${PVBENCH_RUNNER_IMAGE:-ghcr.io/pvbench/pvbench-runner:0.1.0}
 REPORT_IMAGE=${PVBENCH_REPORT_IMAGE:-ghcr.io/pvbench/pvbench-report:0.1.0}
 PAUSE_IMAGE=pvbench.local/pause:3.10
 BUILD_REPORT_IMAGE=${PVBENCH_CLUSTER_REPORT_IMAGE:-1}        # 0 skips the (big) report image
+
+# The real Argo engines (ci/install-argo.sh builds them from the Go module proxy). Their
+# images carry the upstream names and tags, so the upstream install manifests run unchanged
+# but for the image pull policy (no registry here).
+TOOLS=${PVBENCH_TOOLS:-$REPO/.tools}
+ARGO_MANIFESTS=$TOOLS/argo/manifests
+ARGO_WORKFLOWS_VERSION=v3.7.18
+ARGO_EVENTS_VERSION=v1.9.11
+CONTROLLER_IMAGE=quay.io/argoproj/workflow-controller:$ARGO_WORKFLOWS_VERSION
+EXECUTOR_IMAGE=quay.io/argoproj/argoexec:$ARGO_WORKFLOWS_VERSION
+ARGOCLI_IMAGE=quay.io/argoproj/argocli:$ARGO_WORKFLOWS_VERSION
+EVENTS_IMAGE=quay.io/argoproj/argo-events:$ARGO_EVENTS_VERSION
 
 # Host settings the kubelet (and the CNI bridge plugin) change; down.sh puts them back.
 HOST_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops

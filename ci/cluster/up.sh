@@ -70,6 +70,7 @@ packages() {
   command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
   command -v openssl >/dev/null || need+=(openssl)
   command -v losetup >/dev/null || need+=(mount)
+  command -v nft >/dev/null || need+=(nftables)
   [ ${#need[@]} -eq 0 ] && return
   log "apt-get install ${need[*]}"
   apt-get update -qq >"$LOGDIR/apt.log" 2>&1
@@ -251,6 +252,29 @@ pause_image() {
   echo "$archive"
 }
 
+# An image holding one static binary of the real Argo engines (ci/install-argo.sh), tagged
+# with its upstream name so that the upstream manifests find it: no registry here.
+#   engine_image IMAGE BINARY [zoneinfo]   (zoneinfo: the controller's CronWorkflow timezones)
+engine_image() {
+  local image=$1 binary=$2 extra=${3:-} src=$TOOLS/bin/$2
+  [ -x "$src" ] || die "$src is missing: ci/install-argo.sh builds it (ci/setup.sh runs it)"
+  local key; key=$( (sha256sum "$src" | cut -c1-64; echo "$extra") | sha256sum | cut -c1-16)
+  local name; name=$(echo "$image" | tr '/:' '__')
+  local archive=$CACHE/images/$name-$key.tar
+  if [ ! -s "$archive" ]; then
+    local c; c=$(B from scratch)
+    B copy "$c" "$src" "/bin/$binary" >/dev/null
+    if [ "$extra" = zoneinfo ]; then B copy "$c" /usr/share/zoneinfo /usr/share/zoneinfo >/dev/null; fi
+    # as upstream's images: the binary is the entrypoint, a non-root numeric user
+    B config --entrypoint "[\"/bin/$binary\"]" --env PATH=/bin --user 8737:8737 "$c"
+    B commit --rm "$c" "$image" >/dev/null 2>&1
+    mkdir -p "$CACHE/images"; rm -f "$CACHE/images/$name"-*.tar
+    B push "$image" "docker-archive:$archive.tmp:$image" >/dev/null 2>&1
+    mv "$archive.tmp" "$archive"
+  fi
+  echo "$archive"
+}
+
 import_image() {  # archive image: into containerd's k8s.io namespace unless already there
   local archive=$1 image=$2 want
   want=$(basename "$archive" .tar)
@@ -301,12 +325,28 @@ network() {
       "ipam": {
         "type": "host-local",
         "dataDir": "$STATE/cni/ipam",
-        "ranges": [[{"subnet": "$POD_NET.0/24", "rangeStart": "$POD_NET.10", "rangeEnd": "$POD_NET.250", "gateway": "$GATEWAY"}]]
+        "ranges": [[{"subnet": "$POD_NET.0/24", "rangeStart": "$POD_NET.10", "rangeEnd": "$POD_NET.250", "gateway": "$GATEWAY"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$GATEWAY"}]
       }
     }
   ]
 }
 EOF
+  # No kube-proxy: in-cluster clients (Argo's executor in every step pod, the controllers,
+  # the event sources and sensors) dial the `kubernetes` Service, $API_SERVICE_IP:443. Pods
+  # route the service range to the bridge (the CNI routes above) and one DNAT rule in a
+  # table of our own sends that address to the API server, as kube-proxy would.
+  if ! nft list table ip "$NFT_TABLE" >/dev/null 2>&1; then
+    echo "nft-table ip $NFT_TABLE" >>"$STATE/host-state"
+    nft -f - <<EOF
+table ip $NFT_TABLE {
+  chain prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "$BRIDGE" ip daddr $API_SERVICE_IP tcp dport 443 dnat to $GATEWAY:$API_PORT
+  }
+}
+EOF
+  fi
 }
 
 media() {
@@ -330,6 +370,13 @@ media() {
 
 # ------------------------------------------------------------------ certificates and kubeconfigs
 pki() {
+  if [ -s "$PKI/ca.crt" ] && [ ! -s "$PKI/nats.crt" ]; then
+    # the EventBus: Argo Events' JetStream clients insist on TLS (they do not verify it)
+    (cd "$PKI" && openssl req -new -newkey rsa:2048 -nodes -keyout nats.key -out nats.csr -subj "/CN=pvbench-nats" \
+        -addext "subjectAltName=IP:$GATEWAY" 2>/dev/null &&
+      openssl x509 -req -in nats.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out nats.crt -days 365 \
+        -copy_extensions copy 2>/dev/null && rm -f nats.csr && chmod 600 nats.key)
+  fi
   [ -s "$PKI/ca.crt" ] && [ -s "$KUBECONFIG_PATH" ] && return
   mkdir -p "$PKI"; cd "$PKI"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 365 -subj "/CN=pvbench-ci-ca" 2>/dev/null
@@ -372,6 +419,7 @@ EOF
   kubeconfig "$PKI/scheduler.kubeconfig" scheduler
   kubeconfig "$KUBECONFIG_PATH.tmp" admin && mv "$KUBECONFIG_PATH.tmp" "$KUBECONFIG_PATH"
   cd - >/dev/null
+  pki  # the NATS certificate, signed by the CA just made
 }
 
 # ------------------------------------------------------------------ processes
@@ -490,6 +538,11 @@ processes() {
     --authentication-kubeconfig "$PKI/scheduler.kubeconfig" --authorization-kubeconfig "$PKI/scheduler.kubeconfig" \
     --leader-elect=false --secure-port 0 --v=1
 
+  # The EventBus's JetStream (Argo Events' "exotic" bus: a NATS the cluster does not manage).
+  mkdir -p "$STATE/nats"
+  start nats "$TOOLS/bin/nats-server" --jetstream --store_dir "$STATE/nats" --addr "$GATEWAY" --port "$NATS_PORT" \
+    --tls --tlscert "$PKI/nats.crt" --tlskey "$PKI/nats.key"
+
   kubelet_config
   start kubelet "$BIN/kubelet" --config "$STATE/kubelet-config.yaml" --kubeconfig "$PKI/kubelet.kubeconfig" \
     --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet-pki" --hostname-override "$NODE_NAME" --v=1
@@ -500,10 +553,6 @@ node_ready() {
 }
 
 cluster_objects() {
-  "$PYTHON" "$HERE/crds.py" "$STATE/argo-crds.yaml" >"$LOGDIR/crds.log" 2>&1
-  k apply --server-side --force-conflicts -f "$STATE/argo-crds.yaml" >>"$LOGDIR/crds.log"
-  # (kubectl wait errors out at once while a new CRD has no conditions yet: retry)
-  wait_for "Argo CRDs established" 60 k wait --for condition=established --timeout 5s crd -l app.kubernetes.io/part-of=pvbench-ci
   {
     for sc in "${STORAGE_CLASSES[@]}"; do
       cat <<EOF
@@ -530,6 +579,71 @@ EOF
   wait_for "serviceaccount pvbench/default" 60 k -n pvbench get serviceaccount default
 }
 
+# The real Argo Workflows (controller + argo-server) and Argo Events (controller), installed
+# as a user installs them: the upstream namespace-install manifests, CRDs included, from
+# the module zips (ci/install-argo.sh), applied with kustomize (built into kubectl). The
+# overlays change only what a node without a registry needs: the image tags/pull policy,
+# and the namespace. The EventBus is JetStream on the host's nats-server.
+argo_install() {
+  [ -d "$ARGO_MANIFESTS/workflows/namespace-install" ] || die "$ARGO_MANIFESTS is missing: run ci/install-argo.sh"
+  local dir=$STATE/argo-install
+  rm -rf "$dir"; mkdir -p "$dir/workflows" "$dir/events"
+  cp -r "$ARGO_MANIFESTS/workflows" "$dir/upstream-workflows"
+  cp "$ARGO_MANIFESTS/events/namespace-install.yaml" "$dir/events/upstream.yaml"
+  cat >"$dir/workflows/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: pvbench
+resources: [../upstream-workflows/namespace-install]
+images:  # upstream's kustomize base says :latest (always pulled); a release pins its version
+  - {name: quay.io/argoproj/workflow-controller, newTag: $ARGO_WORKFLOWS_VERSION}
+  - {name: quay.io/argoproj/argocli, newTag: $ARGO_WORKFLOWS_VERSION}
+patches:
+  - target: {kind: Deployment, name: argo-server}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --auth-mode=server
+EOF
+  cat >"$dir/events/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: pvbench
+resources: [upstream.yaml]
+patches:
+  - target: {kind: Deployment, name: controller-manager}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/imagePullPolicy
+        value: IfNotPresent
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: IMAGE_PULL_POLICY, value: IfNotPresent}
+EOF
+  k kustomize "$dir/workflows" >"$dir/workflows.yaml"
+  k kustomize "$dir/events" >"$dir/events.yaml"
+  k apply --server-side --force-conflicts -f "$dir/workflows.yaml" -f "$dir/events.yaml" >"$LOGDIR/argo-install.log"
+  wait_for "Argo CRDs established" 60 k wait --for condition=established --timeout 5s \
+    crd/workflows.argoproj.io crd/workflowtemplates.argoproj.io crd/cronworkflows.argoproj.io \
+    crd/eventbus.argoproj.io crd/eventsources.argoproj.io crd/sensors.argoproj.io
+  k apply -f - >>"$LOGDIR/argo-install.log" <<EOF
+apiVersion: argoproj.io/v1alpha1
+kind: EventBus
+metadata: {name: default, namespace: pvbench}
+spec:
+  jetstreamExotic:
+    url: nats://$GATEWAY:$NATS_PORT
+    streamConfig: |
+      replicas: 1
+      maxAge: 24h
+EOF
+  local d
+  for d in workflow-controller argo-server controller-manager; do
+    k -n pvbench rollout status "deployment/$d" --timeout 180s >>"$LOGDIR/argo-install.log" 2>&1 ||
+      die "Argo: deployment $d not available in 180s (logs: $LOGDIR; kubectl -n pvbench logs deploy/$d)"
+  done
+}
+
 provisioner() {
   local args=()
   for sc in "${STORAGE_CLASSES[@]}"; do args+=(--class "$sc=$MEDIA/${sc#pvbench-}"); done
@@ -538,7 +652,7 @@ provisioner() {
 }
 
 healthy() {
-  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner; do
+  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner nats; do
     pid_alive "$p" || return 1
   done
   node_ready
@@ -584,6 +698,10 @@ main() {
     wait "$BUILD_PID" || die "the Kubernetes build failed: $LOGDIR/go-build.log"
   fi
   PAUSE_ARCHIVE=$(pause_image)
+  CONTROLLER_ARCHIVE=$(engine_image "$CONTROLLER_IMAGE" workflow-controller zoneinfo)
+  EXECUTOR_ARCHIVE=$(engine_image "$EXECUTOR_IMAGE" argoexec)
+  ARGOCLI_ARCHIVE=$(engine_image "$ARGOCLI_IMAGE" argo)
+  EVENTS_ARCHIVE=$(engine_image "$EVENTS_IMAGE" argo-events)
   if [ "$made_vlc" = 1 ]; then rm -rf /var/lib/containers; fi
 
   if [ "$REUSE" = 0 ]; then
@@ -597,12 +715,17 @@ main() {
   step "images into containerd"
   import_image "$PAUSE_ARCHIVE" "$PAUSE_IMAGE"
   import_image "$RUNNER_ARCHIVE" "$RUNNER_IMAGE"
+  import_image "$CONTROLLER_ARCHIVE" "$CONTROLLER_IMAGE"
+  import_image "$EXECUTOR_ARCHIVE" "$EXECUTOR_IMAGE"
+  import_image "$ARGOCLI_ARCHIVE" "$ARGOCLI_IMAGE"
+  import_image "$EVENTS_ARCHIVE" "$EVENTS_IMAGE"
   if [ -n "$REPORT_ARCHIVE" ]; then import_image "$REPORT_ARCHIVE" "$REPORT_IMAGE"; fi
 
   step "node Ready"
   wait_for "node $NODE_NAME Ready" 180 node_ready
   step "CRDs, storage classes, namespace"; cluster_objects
   step provisioner; provisioner
+  step "Argo Workflows and Argo Events"; argo_install
 
   trap - ERR
   log "up in $(( $(date +%s) - T0 ))s. export KUBECONFIG=$KUBECONFIG_PATH   (logs: $LOGDIR)"

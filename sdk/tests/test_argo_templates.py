@@ -1,13 +1,15 @@
-"""The rendered Argo templates and the Helm chart: golden, strict schemas, helm lint.
+"""The rendered Argo templates and the Helm chart: golden, upstream lint, strict schemas, helm lint.
 
-No Argo controller runs here, so these are the checks that stand in for one: every
-rendered object must match Hera's definitions exactly, and must validate against strict
-Kubernetes/Argo schemas (unknown fields rejected) for default values and for values with
-every optional part on.
+The fast first line before the cluster stage runs them on the real engines: every rendered
+object must match Hera's definitions exactly, pass Argo's own validation (`argo lint
+--offline`, `argo-events lint`, the binaries the cluster runs), and validate against strict
+Kubernetes/Argo schemas (unknown fields rejected, which Argo's lint does not check) for
+default values and for values with every optional part on.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -27,8 +29,10 @@ from argo_helpers import (
     kubeconform,
     load_yaml_docs,
     templates_by_name,
+    tool_path,
 )
 from pvbench.argo.render import CHART_FILES, render_all, render_module
+from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.store import layout
 
 WORKFLOW_SOURCES = sorted(p for p in (REPO / "workflows").glob("*.py") if not p.name.startswith("_"))
@@ -72,29 +76,49 @@ def test_benchmark_template_shape():
     assert all(p.get("description") for p in params.values()), "every parameter is described for the UI"
     assert params["profile"]["enum"] == ["dbench", "vshn", "sweep"]
     assert "enum" in params["repetitions"] and "enum" in params["runtime"]
+    # vshn or sweep from the UI keep their own timings unless the user picks others
+    assert params["ramp"]["value"] == params["runtime"]["value"] == params["size"]["value"] == "profile"
     assert spec["artifactRepositoryRef"]["configMap"] == "pvbench-artifact-repository"
-    assert spec["onExit"] == "cleanup" and tpl["cleanup"]["resource"]["action"] == "delete"
 
     cell = tpl["benchmark-cell"]
     [target] = [v for v in cell["volumes"] if v["name"] == "target"]
     claim = target["ephemeral"]["volumeClaimTemplate"]
     assert claim["spec"]["storageClassName"] == "{{inputs.parameters.storage-class}}", "a fresh PVC per cell's class"
-    # The exit handler deletes exactly what the cells created.
-    [(label, value)] = claim["metadata"]["labels"].items()
-    assert f"{label}={value}" in tpl["cleanup"]["resource"]["flags"]
-    # Retries only for errors (lost pods), never for a step that ran and failed or was slow.
+    # A quantity cannot hold {{…}} (the controller refuses the template): the size comes in by podSpecPatch.
+    assert "{{" not in claim["spec"]["resources"]["requests"]["storage"]
+    patch = json.loads(cell["podSpecPatch"])
+    [vol] = patch["volumes"]
+    assert vol["name"] == "target"
+    assert vol["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == \
+        "{{workflow.parameters.volume-size}}"
+    # A deadline from validate; no retry (a retried pod template would lose the deadline while pending).
+    assert cell["timeout"] == "{{workflow.outputs.parameters.cell-timeout}}"
+    assert "retryStrategy" not in cell
+    [out] = tpl["validate"]["outputs"]["parameters"]
+    assert out["globalName"] == "cell-timeout"
+    # Other steps retry only for errors (lost pods), never for a step that ran and failed.
     for t in tpl.values():
         if "retryStrategy" in t:
             assert t["retryStrategy"]["retryPolicy"] == "OnError", t["name"]
             assert "expression" not in t["retryStrategy"]
-        assert "activeDeadlineSeconds" not in t and "timeout" not in t, t["name"]
-    # One benchmark pod per node: node selector + a mutex keyed by the same selection.
-    assert cell["nodeSelector"] == {"{{inputs.parameters.node-label}}": "{{inputs.parameters.node-value}}"}
-    assert cell["synchronization"]["mutexes"][0]["name"].endswith("{{inputs.parameters.node-value}}")
+    # One pod at a time, one run at a time per node selection, cell pods gone as they finish.
+    assert spec["parallelism"] == 1
+    assert spec["synchronization"]["mutexes"][0]["name"] == "pvbench-node-{{workflow.parameters.node-value}}"
+    assert spec["podGC"] == {"strategy": "OnPodCompletion",
+                             "labelSelector": {"matchLabels": {"pvbench.io/component": "benchmark"}}}
+    assert cell["metadata"]["labels"] == {"pvbench.io/component": "benchmark"}
     assert cell["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    # Results go out unarchived under the key the layout gave the cell.
+    # The exit handler: cleanup of pods left pending, aggregate (with Argo's failures) -> report.
+    assert spec["onExit"] == "finish"
+    finish = {t["name"]: t for t in tpl["finish"]["dag"]["tasks"]}
+    assert set(finish) == {"cleanup", "aggregate", "report"} and finish["report"]["depends"] == "aggregate"
+    assert "pvbench.io/component=benchmark" in " ".join(tpl["cleanup"]["resource"]["flags"])
+    assert tpl["cleanup"]["serviceAccountName"] == "pvbench-cleanup"
+    assert "{{workflow.failures}}" in tpl["aggregate"]["container"]["args"]
+    assert tpl["aggregate"]["inputs"]["artifacts"][0]["optional"] is True
+    # Results go out unarchived.
     [art] = cell["outputs"]["artifacts"]
-    assert art["archive"] == {"none": {}} and art["s3"]["key"] == "{{inputs.parameters.key}}"
+    assert art["archive"] == {"none": {}}
     # Non-root everywhere.
     assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] > 0
     for t in tpl.values():
@@ -102,15 +126,36 @@ def test_benchmark_template_shape():
             assert t["container"]["securityContext"]["allowPrivilegeEscalation"] is False
 
 
+def test_fan_out_items_carry_the_cells_inputs():
+    """Every fan-out gives benchmark-cell exactly the item's keys as its inputs."""
+    tpl = templates_by_name(benchmark_template())
+    inputs = [p["name"] for p in tpl["benchmark-cell"]["inputs"]["parameters"]]
+    assert inputs == [k.replace("_", "-") for k in FAN_OUT_ITEM_KEYS]
+    for dag in ("main", "adaptive"):
+        [task] = [t for t in tpl[dag]["dag"]["tasks"] if t["template"] == "benchmark-cell"]
+        args = {p["name"]: p["value"] for p in task["arguments"]["parameters"]}
+        assert args == {k.replace("_", "-"): "{{item.%s}}" % k for k in FAN_OUT_ITEM_KEYS}
+
+
 def test_artifact_keys_come_from_the_layout():
     tpl = templates_by_name(benchmark_template())
-    campaign, run = "{{inputs.parameters.campaign-key}}", "{{workflow.name}}"
+    campaign, run = "{{=lower(workflow.parameters.campaign)}}", "{{workflow.name}}"
     [results] = tpl["aggregate"]["inputs"]["artifacts"]
     [tables] = tpl["aggregate"]["outputs"]["artifacts"]
     # The layout with sentinel values, re-filled: the same key whatever the layout's spelling.
     assert results["s3"]["key"] == layout.results_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
     assert tables["s3"]["key"] == layout.analytics_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
     assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"].startswith(tables["s3"]["key"] + "/")
+    [result] = tpl["benchmark-cell"]["outputs"]["artifacts"]
+    fill = {"campaign": campaign, "run": run, "occasion": "{{=lower(workflow.parameters.occasion)}}",
+            "sc": "{{inputs.parameters.storage-class}}", "profile": "{{workflow.parameters.profile}}",
+            "workload": "{{inputs.parameters.workload}}", "rep": "{{inputs.parameters.rep}}"}
+    key = layout.cell_prefix(*[f"zz{k}zz" for k in fill])
+    for k, v in fill.items():
+        key = key.replace(f"zz{k}zz", v)
+    assert result["s3"]["key"] == key
+    args = tpl["benchmark-cell"]["container"]["args"]
+    assert args[args.index("--key") + 1] == key, "fio-step checks the key the template uploads under"
 
 
 def test_occasions_are_cron_workflows_that_stop():
@@ -168,7 +213,6 @@ def test_chart_carries_the_rendered_template_with_only_its_patches():
     params = {p["name"]: p["value"] for p in chart_wt["spec"]["arguments"]["parameters"]}
     assert params["storage-classes"] == values["benchmark"]["parameters"]["storage-classes"]
     assert params["image"] == "ghcr.io/pvbench/pvbench-runner:0.1.0"
-    assert chart_wt["spec"]["parallelism"] == 2
     assert chart_wt["spec"]["templates"] == rendered["spec"]["templates"], "the chart must not change the steps"
     [cm] = [d for d in out if d["kind"] == "ConfigMap" and d["metadata"]["name"] == rendered["spec"][
         "artifactRepositoryRef"]["configMap"]]  # fmt: skip
@@ -198,6 +242,7 @@ def test_chart_rules_are_least_privilege():
         (("events.enabled=true", "events.parameters.role=baseline"), '"role" is set by each trigger'),
         (("bogus=1",), "additional properties 'bogus' not allowed"),
         (("events.webhook.port=70000",), "maximum"),
+        (("events.enabled=true", "events.webhook.authSecret.name="), "allowUnauthenticated: true"),
     ],
 )
 def test_chart_rejects_bad_values(sets, message):
@@ -207,3 +252,59 @@ def test_chart_rejects_bad_values(sets, message):
     proc = helm(*args)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
 
+
+
+# ---------------------------------------------------------------- upstream validators
+def _lint_files(tmp_path, docs: list[dict], kinds: set[str]) -> list:
+    files = []
+    for i, d in enumerate(x for x in docs if x["kind"] in kinds):
+        f = tmp_path / f"{i:02d}-{d['kind']}-{d['metadata']['name']}.yaml"
+        f.write_text(yaml.safe_dump(d))
+        files.append(f)
+    return files
+
+
+@pytest.mark.parametrize("values", [None, ALL_ON_VALUES], ids=["defaults", "all-on"])
+def test_argo_lint_accepts_the_charts_workflows(values, tmp_path):
+    """Argo's own validation (what the controller applies when a run starts), offline."""
+    docs = load_yaml_docs(helm_template(*([values] if values else [])))
+    files = _lint_files(tmp_path, docs, {"WorkflowTemplate", "CronWorkflow"})
+    proc = subprocess.run([tool_path("argo"), "lint", "--offline", *map(str, files)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no linting errors found" in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
+
+
+def test_argo_lint_rejects_a_templated_quantity(tmp_path):
+    """The mistake that made every run end in Error at once: a {{...}} in a quantity field."""
+    doc = benchmark_template()
+    cell = templates_by_name(doc)["benchmark-cell"]
+    [target] = [v for v in cell["volumes"] if v["name"] == "target"]
+    target["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] = \
+        "{{workflow.parameters.volume-size}}"
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    proc = subprocess.run([tool_path("argo"), "lint", "--offline", str(f)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "quantities must match" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_argo_events_lint_accepts_the_event_sources_and_sensor(tmp_path):
+    docs = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    files = _lint_files(tmp_path, docs, {"EventSource", "Sensor"})
+    assert len(files) == 3
+    proc = subprocess.run([tool_path("argo-events"), "lint", "--strict", *map(str, files)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_argo_events_lint_rejects_resource_and_webhook_in_one_event_source(tmp_path):
+    """What made the Events controller start no event source at all."""
+    docs = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    sources = {d["metadata"]["name"]: d for d in docs if d["kind"] == "EventSource"}
+    merged = sources["pvbench-resources"]
+    merged["spec"]["webhook"] = sources["pvbench-webhook"]["spec"]["webhook"]
+    f = tmp_path / "merged.yaml"
+    f.write_text(yaml.safe_dump(merged))
+    proc = subprocess.run([tool_path("argo-events"), "lint", str(f)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "can not be put together" in proc.stdout + proc.stderr, proc.stdout + proc.stderr

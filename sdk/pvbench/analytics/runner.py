@@ -21,6 +21,21 @@ from pvbench.store.layout import RESULT_FILE, analytics_prefix, results_glob, re
 # Tables not written out: the raw layer is the JSON itself.
 INTERNAL_TABLES = {"raw_results"}
 
+# An input beside the results: the steps and cells of a run that failed, as the orchestrator
+# reported them (Argo's exit handler: pvbench.argo.failures). Always created, empty when none
+# were given, so report_failures.sql can read it; DuckDB types.
+FAILURES_TABLE = "run_failures_input"
+FAILURES_COLUMNS: dict[str, str] = {
+    "node": "VARCHAR",  # the orchestrator's name of the failed step (Argo's node display name)
+    "template": "VARCHAR",
+    "phase": "VARCHAR",  # Failed or Error
+    "message": "VARCHAR",
+    "storage_class": "VARCHAR",  # a cell's identity; NULL for other steps
+    "workload": "VARCHAR",
+    "rep": "INTEGER",
+    "finished_at": "VARCHAR",
+}
+
 
 class AnalyticsError(RuntimeError):
     pass
@@ -101,24 +116,36 @@ def load_seeds(con: duckdb.DuckDBPyConnection, root: Path) -> None:
         con.execute(f"CREATE OR REPLACE TABLE {csv.stem} AS SELECT * FROM read_csv(?, header = true)", [str(csv)])
 
 
+def install_failures(con: duckdb.DuckDBPyConnection, failures: list[dict] | None) -> None:
+    columns = ", ".join(f"{name} {kind}" for name, kind in FAILURES_COLUMNS.items())
+    con.execute(f"CREATE OR REPLACE TABLE {FAILURES_TABLE} ({columns})")
+    if failures:
+        marks = ", ".join("?" for _ in FAILURES_COLUMNS)
+        con.executemany(f"INSERT INTO {FAILURES_TABLE} VALUES ({marks})",
+                        [[row.get(name) for name in FAILURES_COLUMNS] for row in failures])
+
+
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
                  root: Path | None = None, limits: Path | str | None = None,
-                 extras: bool = True) -> duckdb.DuckDBPyConnection:
+                 extras: bool = True, failures: list[dict] | None = None) -> duckdb.DuckDBPyConnection:
     """Run every model over the results under campaign/run; returns the connection holding the tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml); pvbench.stats turns it into tables the models read.
     ``extras=False`` skips the Python-made tables (report_comparisons) when only SQL ones are needed.
+    ``failures``: rows of FAILURES_COLUMNS, what failed in the run (report_failures shows them).
     """
     from pvbench.stats import hooks
 
     root = root or analytics_dir()
     prefix = results_prefix(campaign, run)
     if not any(k.endswith(RESULT_FILE) for k in store.list_keys(prefix)):
-        raise AnalyticsError(f"no results in {store.url}/{prefix}")
+        failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
+        raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
     con = connect(store)
     con.execute("SET VARIABLE results_glob = ?", [store.duckdb_path(results_glob(campaign, run))])
     load_seeds(con, root)
+    install_failures(con, failures)
     hooks.before_models(con, store, limits)
     for model in discover_models(root):
         try:
@@ -154,9 +181,10 @@ def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str
 
 
 def aggregate(store: Store, campaign: str | None, run: str | None = None,
-              out: Path | None = None, limits: Path | str | None = None) -> tuple[str, dict[str, int]]:
+              out: Path | None = None, limits: Path | str | None = None,
+              failures: list[dict] | None = None) -> tuple[str, dict[str, int]]:
     """Aggregate and write Parquet: to ``out`` if given, else into the store's analytics prefix."""
-    con = build_tables(store, campaign, run, limits=limits)
+    con = build_tables(store, campaign, run, limits=limits, failures=failures)
     if out is not None:
         counts = write_parquet(con, out)
         return str(out), counts

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from pvbench.argo import conventions as c
 
-app = typer.Typer(help="Argo Workflows: render templates, check references, submit runs.", no_args_is_help=True)
+app = typer.Typer(help="Argo Workflows: render templates, submit runs.", no_args_is_help=True)
 console = Console(stderr=True)
 
 
@@ -44,21 +44,6 @@ def render(
         for o in changed:
             sys.stdout.write(o.diff)
         _fail(f"{len(changed)} rendered file(s) differ from workflows/*.py; run `pvbench argo render`", code=1)
-
-
-@app.command()
-def lint(root: RootOpt = None) -> None:
-    """Check every template, parameter and artifact reference in templates/*.yaml."""
-    from pvbench.argo.references import check_files
-    from pvbench.argo.render import find_root
-
-    base = find_root(root)
-    problems = check_files(sorted((base / "templates").glob("*.yaml")))
-    for p in problems:
-        console.print(f"[red]{p}[/]")
-    if problems:
-        _fail(f"{len(problems)} dangling reference(s)", code=1)
-    console.print("[green]ok[/]: every reference resolves")
 
 
 @app.command()

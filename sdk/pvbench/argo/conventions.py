@@ -6,9 +6,15 @@ parameter defaults); everything else is fixed so that templates, chart and docs 
 
 from __future__ import annotations
 
+from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+from pvbench.profiles import PROFILE_DEFAULT
+
+__all__ = ["FAN_OUT_ITEM_KEYS", "PROFILE_DEFAULT"]  # defined where they belong, named here for the templates
+
 # Objects.
 BENCHMARK_TEMPLATE = "pvbench-benchmark"
 SERVICE_ACCOUNT = "pvbench-workflow"
+CLEANUP_SERVICE_ACCOUNT = "pvbench-cleanup"  # the exit handler's: may delete the run's leftover pods
 ARTIFACT_REPOSITORY_CONFIGMAP = "pvbench-artifact-repository"
 ARTIFACT_REPOSITORY_KEY = "default"
 
@@ -24,6 +30,7 @@ LABEL_PREFIX = "pvbench.io"
 LABEL_ROLE = f"{LABEL_PREFIX}/role"            # baseline | candidate | adhoc
 LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"    # weekday-office | weekday-night | weekend | adhoc
 LABEL_COMPONENT = f"{LABEL_PREFIX}/component"  # benchmark (the fio pods, for anti-affinity)
+COMPONENT_BENCHMARK = "benchmark"
 LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"    # the workflow that created a PVC (exit-handler cleanup)
 
 # Paths inside the step pods.
@@ -33,6 +40,11 @@ STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
 CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, more
+VALIDATE_OUT_DIR = "/tmp/pvbench/validate"  # `pvbench validate --outputs`: cell-timeout
+
+# `pvbench validate` derives every cell's deadline from the workload; the template reads it
+# as a workflow-wide output parameter of this name.
+CELL_TIMEOUT_OUTPUT = "cell-timeout"
 
 # Adaptive repetitions: every cell gets at least this many values before its CI is trusted
 # (docs/statistics.md, "Why min 5"); the workflow's cap choices are all at or above it.

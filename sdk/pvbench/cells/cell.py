@@ -8,6 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pvbench.store.layout import CellKey
 
+# The fields of an Argo fan-out item (`pvbench expand`, ci-check's next.json); they become
+# benchmark-cell's input parameters (storage_class -> storage-class). Argo names each
+# fan-out node after its whole item, so an item holds only what tells cells apart; the
+# rest of a cell (campaign, run, occasion, profile, seed) is the run's.
+FAN_OUT_ITEM_KEYS = ("storage_class", "workload", "rep", "order")
+
 # Kubernetes object names (StorageClass included) are DNS-1123 subdomains.
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Campaign/run/occasion labels end up in store keys and Kubernetes labels: keep them tame.
@@ -66,6 +72,10 @@ class Cell(BaseModel):
     def key(self) -> CellKey:
         return CellKey(self.campaign, self.run, self.occasion, self.storage_class, self.profile_name,
                        self.workload, self.rep)
+
+    def fan_out_item(self) -> dict:
+        """This cell as an Argo fan-out item (FAN_OUT_ITEM_KEYS)."""
+        return {key: getattr(self, key) for key in FAN_OUT_ITEM_KEYS}
 
     def describe(self) -> str:
         return f"{self.storage_class} · {self.profile}/{self.workload} · {self.occasion} rep {self.rep}"

@@ -23,6 +23,22 @@ from pvbench.results.schema import CellIdentity, Provenance, ResultDocument, Wor
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
+# A cell's deadline allows fio to lay out its files at this write rate at least (fio writes
+# them before the ramp), so a slow but working volume is never cut off by the deadline.
+LAYOUT_FLOOR_BYTES_S = 10 * 2**20
+# Container start, fio's start-up and the result's upload, beyond fio's own time.
+CELL_OVERHEAD_S = 60
+
+
+def max_jobs(test: FioTest) -> int:
+    """Most fio jobs (each with its own file) the test may run: the load search tries up to 32."""
+    return max(test.numjobs, 32 if test.load_target else 1)
+
+
+def probe_timing(timing: Timing) -> Timing:
+    """The short runs of the 80%-of-max search: a fifth of the runtime, at most 5 s."""
+    return Timing(ramp_s=min(timing.ramp_s, 1.0), runtime_s=max(0.5, min(5.0, timing.runtime_s / 5)),
+                  size=timing.size)
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,21 @@ class CellPlan:
         # Generous: layout of a large file on slow storage comes before the ramp.
         return 3 * (self.timing.ramp_s + self.timing.runtime_s) + 300
 
+    @property
+    def fio_seconds(self) -> float:
+        """fio's own time for this cell: ramp + runtime, plus every probe of a load search."""
+        seconds = self.timing.ramp_s + self.timing.runtime_s
+        if self.test.load_target:
+            probe = probe_timing(self.timing)
+            seconds += (1 + len(LOAD_LADDER)) * (probe.ramp_s + probe.runtime_s)
+        return seconds
+
+    def deadline_s(self, volume_wait_s: float) -> float:
+        """How long the cell may take in all, from its pod's creation: waiting for the volume,
+        twice fio's own time, laying out its files at a slow disk's speed, and start-up."""
+        layout = self.timing.size_bytes * max_jobs(self.test) / LAYOUT_FLOOR_BYTES_S
+        return volume_wait_s + 2 * self.fio_seconds + layout + CELL_OVERHEAD_S
+
 
 def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverrides(),
               check: bool = True) -> CellPlan:
@@ -55,7 +86,7 @@ def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverr
     test = profile.test(cell.workload)
     timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
     if check:
-        check_target(target, timing.size_bytes, max(test.numjobs, 32 if test.load_target else 1))
+        check_target(target, timing.size_bytes, max_jobs(test))
     return CellPlan(cell, profile, test, timing, target)
 
 
@@ -71,8 +102,7 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
     measured with the full timing.
     """
     test, timing = plan.test, plan.timing
-    probe = Timing(ramp_s=min(timing.ramp_s, 1.0), runtime_s=max(0.5, min(5.0, timing.runtime_s / 5)),
-                   size=timing.size)
+    probe = probe_timing(timing)
 
     def measure(depth: int, jobs: int) -> float:
         jobfile = render_jobfile(plan.profile, [test], probe, plan.target,

@@ -67,7 +67,7 @@ def local_run(
 
 
 def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None,
-               limits: Path | None = None) -> None:
+               limits: Path | None = None, failures: list[dict] | None = None) -> None:
     from pvbench.analytics import AnalyticsError, aggregate
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
@@ -75,10 +75,13 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
 
     try:
         with console.status("aggregating with DuckDB"):
-            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits)
+            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits, failures=failures)
     except (AnalyticsError, StoreError, LimitsError) as exc:
-        fail(str(exc))
+        fail(str(exc), code=1 if failures else 2)
     console.print(f"aggregated into {where}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    for f in failures or []:
+        what = f"{f['storage_class']} · {f['workload']} rep {f['rep']}" if f["storage_class"] else f["node"]
+        console.print(f"[red]failed[/] {what}: {f['phase']}: {f['message']}")
 
 
 @app.command("aggregate")
@@ -89,11 +92,23 @@ def aggregate_cmd(
     out: Annotated[Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")] = None,
     limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML (else $PVBENCH_LIMITS, "
                                                    "else config/limits.yaml in the store)")] = None,
+    argo_failures: Annotated[Optional[str], typer.Option(
+        help="Argo's {{workflow.failures}} (the exit handler passes it): the report names each failed cell")] = None,
+    argo_status: Annotated[Optional[str], typer.Option(
+        help="Argo's {{workflow.status}}, printed with the outcome")] = None,
 ) -> None:
     """Run analytics/ (DuckDB) over stored results and write the Parquet tables."""
+    from pvbench.argo.failures import FailuresError, parse_failures
+
     if run and not campaign:
         fail("--run needs --campaign")
-    _aggregate(store, campaign, run, out, limits)
+    try:
+        failures = parse_failures(argo_failures)
+    except FailuresError as exc:
+        fail(str(exc))
+    if argo_status:
+        console.print(f"run {run or ''} ended {argo_status}; {len(failures)} failed step(s)")
+    _aggregate(store, campaign, run, out, limits, failures)
 
 
 @app.command("summary")

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.cli.common import fail, parse_labels, split_list
+from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT
 from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
 
 app = typer.Typer(
@@ -107,42 +108,61 @@ def expand(
     campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
     profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
 ) -> None:
-    """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input)."""
+    """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
+
+    Each item holds only what tells the run's cells apart (storage_class, workload, rep, order);
+    Argo names each fan-out node after its item.
+    """
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
-    out = []
-    for cell in cells:
-        item = cell.model_dump()
-        item["key"] = cell.key.prefix()
-        out.append(item)
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
 
 
 @app.command()
 def validate(
     campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
     profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
-    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override")] = None,
-    runtime: Annotated[Optional[str], typer.Option(help="Runtime override")] = None,
-    size: Annotated[Optional[str], typer.Option(help="fio file size override")] = None,
+    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override (profile: the profile's own)")] = None,
+    runtime: Annotated[Optional[str], typer.Option(help="Runtime override (profile: the profile's own)")] = None,
+    size: Annotated[Optional[str], typer.Option(help="fio file size override (profile: the profile's own)")] = None,
     volume_size: Annotated[Optional[str], typer.Option(help="PVC size; fio's files must fit in it")] = None,
+    volume_timeout: Annotated[str, typer.Option(
+        help="How long a cell may wait for its volume; part of each cell's deadline")] = "10m",
+    outputs: Annotated[Optional[Path], typer.Option(
+        help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo")] = None,
 ) -> None:
-    """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong."""
-    from pvbench.profiles import parse_size
+    """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
+
+    Also derives each cell's deadline from its workload (waiting for the volume, fio's time, laying
+    out its files, start-up) and, with --outputs, writes the longest one for the Argo template.
+    """
+    import math
+
+    from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
+    from pvbench.profiles import parse_seconds, parse_size
 
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    deadline = 0.0
     try:
-        for spec in split_list(profiles):
-            p = load_profile(spec)
-            timing = resolve_timing(p, ramp, runtime, size)
-            if volume_size:
-                volume = parse_size(volume_size.removesuffix("i"))
-                jobs = max(max(t.numjobs for t in p.tests), 32 if any(t.load_target for t in p.tests) else 1)
-                if timing.size_bytes * jobs > volume * 0.95:
-                    fail(f"profile {p.name}: size {timing.size} × {jobs} job(s) does not fit in a {volume_size} "
-                         "volume (keep 5% for the filesystem); lower --size or raise the volume size")
+        volume = parse_size(volume_size.removesuffix("i")) if volume_size else None
+        volume_wait = parse_seconds(volume_timeout)
+        seen: set[tuple[str, str]] = set()
+        for cell in cells:  # only the tests this run measures, each once
+            if (cell.profile, cell.workload) in seen:
+                continue
+            seen.add((cell.profile, cell.workload))
+            plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
+            jobs = max_jobs(plan.test)
+            if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
+                fail(f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
+                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size")
+            deadline = max(deadline, plan.deadline_s(volume_wait))
     except ProfileError as exc:
         fail(str(exc))
-    console.print(f"[green]ok[/]: {len(cells)} cells")
+    if outputs is not None:
+        outputs.mkdir(parents=True, exist_ok=True)
+        (outputs / CELL_TIMEOUT_OUTPUT).write_text(f"{math.ceil(deadline)}s")
+    console.print(f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
+                  f"(volume wait {volume_timeout} + fio)")
 
 
 # ---------------------------------------------------------------- one cell (the pod step)
@@ -161,6 +181,9 @@ def fio_step(
     size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
     store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Also write result.json and fio.json here (artifacts)")] = None,
+    key: Annotated[Optional[str], typer.Option(
+        help="The store key the caller will upload --out under (Argo's artifact key); refused unless it is "
+             "the key layout's own for this cell")] = None,
     spool: Annotated[Optional[Path], typer.Option(help="Where a result waits if the store is down")] = None,
     label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the result, repeatable")] = None,
     cleanup: Annotated[bool, typer.Option(help="Remove fio's files from the target afterwards")] = False,
@@ -173,11 +196,15 @@ def fio_step(
     from pvbench.fio.target import remove_fio_files
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
+    from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
 
     try:
         labels = parse_labels(label or [])
         cell = Cell(campaign=campaign, run=run, occasion=occasion, storage_class=storage_class, profile=profile,
                     workload=workload, rep=rep, order=order, seed=seed)
+        if key is not None and key.strip("/") != cell.key.prefix():
+            raise ValueError(f"the result would be stored under {key!r}, but the key layout puts this cell at "
+                             f"{cell.key.prefix()!r}; the template and pvbench disagree")
         plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
         store_obj = open_store(store) if store else None
     except (ProfileError, ValueError, StoreError) as exc:
@@ -193,8 +220,8 @@ def fio_step(
             remove_fio_files(target)
     if out:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "fio.json").write_text(raw)
-        (out / "result.json").write_bytes(doc.to_json())
+        (out / RAW_FIO_FILE).write_text(raw)
+        (out / RESULT_FILE).write_bytes(doc.to_json())
     for m in doc.metrics:
         console.print(f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
                       f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs")

@@ -10,6 +10,9 @@ from pvbench.profiles.catalog import PROFILES
 from pvbench.profiles.model import FioTest, Profile, ProfileError, Timing, fio_seconds, parse_seconds, parse_size
 
 CUSTOM_PREFIX = "file:"
+# Written for ramp, runtime or size, this means "the profile's own" (as leaving it out does):
+# the WorkflowTemplate's default, so that vshn or sweep from the Argo UI keep their timings.
+PROFILE_DEFAULT = "profile"
 
 # pvbench's own [global] options. Latency stays on (no gtod_reduce) and percentiles are
 # of total latency (lat_percentiles=1) so json+ carries lat_ns.bins to merge across jobs.
@@ -38,7 +41,11 @@ def load_profile(spec: str) -> Profile:
 
 def resolve_timing(profile: Profile, ramp: str | None = None, runtime: str | None = None,
                    size: str | None = None) -> Timing:
-    """The profile's timing with the user's overrides applied (and checked)."""
+    """The profile's timing with the user's overrides applied (and checked).
+
+    An override of None, "" or ``profile`` (PROFILE_DEFAULT) keeps the profile's own value.
+    """
+    ramp, runtime, size = (None if v in ("", PROFILE_DEFAULT) else v for v in (ramp, runtime, size))
     return Timing(
         ramp_s=parse_seconds(ramp) if ramp is not None else profile.timing.ramp_s,
         runtime_s=parse_seconds(runtime) if runtime is not None else profile.timing.runtime_s,

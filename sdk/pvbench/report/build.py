@@ -66,12 +66,17 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "value": "DOUBLE", "started_at": "TIMESTAMPTZ",
     },
 }
+# What failed in the run (Argo's exit handler); empty when nothing failed or outside Argo.
+REPORT_TABLES["report_failures"] = {
+    "node": "VARCHAR", "template": "VARCHAR", "phase": "VARCHAR", "message": "VARCHAR", "storage_class": "VARCHAR",
+    "workload": "VARCHAR", "rep": "INTEGER", "is_cell": "BOOLEAN", "finished_at": "VARCHAR",
+}
 # The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
 # statistics publish their own contract, checked here like the rest. They are always written
 # by `pvbench aggregate` (possibly empty: the pages then show a note).
 REPORT_TABLES.update(STATS_REPORT_TABLES)
 # Tables that are empty when a profile did not run (the pages show a note instead).
-OPTIONAL_TABLES = ("report_fsync", "report_sweep")
+OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures")
 
 PATCH_MARKER = "pvbench-offline-parquet"
 DEFAULT_TITLE = "pvbench report"

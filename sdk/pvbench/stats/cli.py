@@ -197,8 +197,8 @@ def ci_check(
 ) -> None:
     """Is every cell's mean precise enough? Prints JSON; exit 0 if so, 1 if some cells need more reps.
 
-    The JSON's "next" list has one item per cell to repeat, shaped like `pvbench expand` output
-    (campaign, run, occasion, storage_class, profile, workload, rep, order, key), for an Argo loop:
+    The JSON's "next" list has one item per cell to repeat (campaign, run, occasion, storage_class,
+    profile, workload, rep, order, key); --outputs writes them as `pvbench expand` items, for an Argo loop:
     rep is the cell's next repetition, order continues after the run's last cell, key is the
     store key of that repetition. A cell with max-reps values is done (the cap), so repeating
     the `next` cells until it is empty ends after at most max-reps rounds.
@@ -206,6 +206,7 @@ def ci_check(
     import random
 
     from pvbench.analytics import AnalyticsError, build_tables
+    from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
     from pvbench.stats.adaptive import AdaptiveSettings, assess
     from pvbench.store import CellKey, open_store
     from pvbench.store.backends import StoreError
@@ -272,7 +273,9 @@ def ci_check(
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
-        (outputs / "next.json").write_text(json.dumps(next_cells) + "\n")
+        # the fan-out items only (what tells cells apart): Argo names each node after its item
+        items = [{k: nxt[k] for k in FAN_OUT_ITEM_KEYS} for nxt in next_cells]
+        (outputs / "next.json").write_text(json.dumps(items) + "\n")
         (outputs / "more").write_text("true" if next_cells else "false")
     if needing and not exit_zero:
         raise typer.Exit(1)

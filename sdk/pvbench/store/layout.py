@@ -52,24 +52,31 @@ class CellKey:
     rep: int
 
     def prefix(self) -> str:
-        return "/".join(
-            [
-                RESULTS_ROOT,
-                f"campaign={slug(self.campaign)}",
-                f"run={slug(self.run)}",
-                f"occasion={slug(self.occasion)}",
-                f"storage_class={slug(self.storage_class)}",
-                f"profile={slug(self.profile)}",
-                f"workload={slug(self.workload)}",
-                f"rep={int(self.rep)}",
-            ]
-        )
+        return cell_prefix(self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload,
+                           int(self.rep))
 
     def result_key(self) -> str:
         return f"{self.prefix()}/{RESULT_FILE}"
 
     def raw_fio_key(self) -> str:
         return f"{self.prefix()}/{RAW_FIO_FILE}"
+
+
+def cell_prefix(campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str,
+                rep: int | str) -> str:
+    """Where one cell's result.json and fio.json go (CellKey.prefix; templates call it with placeholders)."""
+    return "/".join(
+        [
+            RESULTS_ROOT,
+            f"campaign={slug(campaign)}",
+            f"run={slug(run)}",
+            f"occasion={slug(occasion)}",
+            f"storage_class={slug(storage_class)}",
+            f"profile={slug(profile)}",
+            f"workload={slug(workload)}",
+            f"rep={slug(rep)}",
+        ]
+    )
 
 
 def results_prefix(campaign: str | None = None, run: str | None = None) -> str:

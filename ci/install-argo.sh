@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Build the real Argo engines pvbench runs on, from the Go module proxy, by exact version:
+#
+#   Argo Workflows v3.7.18  workflow-controller, argoexec (the executor in every step pod)
+#                           and the argo CLI (`argo lint --offline`)
+#   Argo Events    v1.9.11  one binary: controller, eventsource-service, sensor-service, lint
+#   NATS server    v2.15.2  the JetStream the EventBus runs on
+#
+#   ci/install-argo.sh            # into $PVBENCH_TOOLS/bin (default <repo>/.tools/bin)
+#
+# Also copies the upstream manifests (CRDs, namespace installs) out of the module zips into
+# $PVBENCH_TOOLS/argo/manifests/{workflows,events} (the cluster stage installs those).
+#
+# Built binaries are kept per version in a machine-wide cache ($PVBENCH_ARGO_CACHE, default
+# ~/.cache/pvbench/argo), so a fresh clone on a machine that built them once copies them in
+# seconds; a cold build is ~12 min on 2 cores (Go builds of three large modules).
+# Why not `go install MODULE@VERSION`: argo-workflows' go.mod has a replace directive, which
+# `go install` refuses; so the module zip is unpacked and built in place.
+set -euo pipefail
+
+ARGO_WORKFLOWS_VERSION=v3.7.18
+ARGO_EVENTS_VERSION=v1.9.11
+NATS_VERSION=v2.15.2
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools=${PVBENCH_TOOLS:-$repo/.tools}
+bin=$tools/bin
+cache=${PVBENCH_ARGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvbench/argo}
+mkdir -p "$bin" "$cache" "$tools/argo"
+
+if [ -x /usr/local/go/bin/go ]; then export PATH=/usr/local/go/bin:$PATH; fi
+command -v go >/dev/null || { echo "install-argo: go is not installed" >&2; exit 1; }
+export CGO_ENABLED=0 GOFLAGS=-mod=mod
+
+log() { echo "install-argo: $*"; }
+
+# Unpack MODULE@VERSION's zip into $cache/src (writable: the module cache is read-only).
+unpack() {  # module version -> prints the directory
+  local module=$1 version=$2 name dir zip
+  name=$(basename "$module" | sed 's/^v[0-9]*$//'); [ -n "$name" ] || name=$(basename "$(dirname "$module")")
+  dir=$cache/src/$name-$version
+  if [ ! -f "$dir/.unpacked" ]; then
+    zip=$(go mod download -json "$module@$version" | sed -n 's/^\s*"Zip": "\(.*\)",$/\1/p')
+    [ -s "$zip" ] || { echo "install-argo: go mod download $module@$version gave no zip" >&2; exit 1; }
+    rm -rf "$dir" "$dir.tmp"; mkdir -p "$dir.tmp"
+    python3 - "$zip" "$dir.tmp" "$module@$version" <<'PY'
+import sys, zipfile, os
+zf, out, prefix = sys.argv[1], sys.argv[2], sys.argv[3] + "/"
+with zipfile.ZipFile(zf) as z:
+    for info in z.infolist():
+        if not info.filename.startswith(prefix) or info.is_dir():
+            continue
+        dst = os.path.join(out, info.filename[len(prefix):])
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with z.open(info) as src, open(dst, "wb") as f:
+            f.write(src.read())
+PY
+    mv "$dir.tmp" "$dir"
+    touch "$dir/.unpacked"
+  fi
+  echo "$dir"
+}
+
+# Build one binary unless the cache has it for this version; copy it into $bin.
+build() {  # name version srcdir package
+  local name=$1 version=$2 src=$3 pkg=$4 cached=$cache/bin/$1-$2
+  if [ ! -x "$cached" ]; then
+    log "building $name $version (go build $pkg)"
+    mkdir -p "$cache/bin"
+    (cd "$src" && go build -trimpath -ldflags "-s -w $5" -o "$cached.tmp" "$pkg")
+    mv "$cached.tmp" "$cached"
+  fi
+  if ! cmp -s "$cached" "$bin/$name" 2>/dev/null; then cp "$cached" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"; fi
+  echo "$version" >"$bin/.$name.version"
+}
+
+wf=$(unpack github.com/argoproj/argo-workflows/v3 "$ARGO_WORKFLOWS_VERSION")
+# The repository has signal_linux.go as a symlink to signal_darwin.go; module zips drop
+# symlinks, and argoexec then fails to build with "undefined: Setpgid".
+osspec=$wf/workflow/executor/osspecific
+[ -f "$osspec/signal_linux.go" ] || cp "$osspec/signal_darwin.go" "$osspec/signal_linux.go"
+wf_ld="-X github.com/argoproj/argo-workflows/v3.version=$ARGO_WORKFLOWS_VERSION"
+wf_ld="$wf_ld -X github.com/argoproj/argo-workflows/v3.gitTag=$ARGO_WORKFLOWS_VERSION -X github.com/argoproj/argo-workflows/v3.gitTreeState=clean"
+build workflow-controller "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/workflow-controller "$wf_ld"
+build argoexec "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/argoexec "$wf_ld"
+# The argo CLI embeds the UI's built assets (ui/dist/app); building the UI needs its own
+# JavaScript toolchain. As upstream's `make STATIC_FILES=false`: a placeholder page, the
+# API server and `argo lint` are complete without it.
+if [ ! -f "$wf/ui/dist/app/index.html" ]; then
+  mkdir -p "$wf/ui/dist/app"
+  echo "Argo Workflows UI not built (STATIC_FILES=false); the API is served." >"$wf/ui/dist/app/index.html"
+fi
+build argo "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/argo "$wf_ld"
+
+ev=$(unpack github.com/argoproj/argo-events "$ARGO_EVENTS_VERSION")
+build argo-events "$ARGO_EVENTS_VERSION" "$ev" ./cmd "-X github.com/argoproj/argo-events.version=$ARGO_EVENTS_VERSION"
+
+nats=$(unpack github.com/nats-io/nats-server/v2 "$NATS_VERSION")
+build nats-server "$NATS_VERSION" "$nats" . ""
+
+# Upstream manifests the cluster stage installs as they are (CRDs, namespace installs, the
+# Events controller config): copied out of the module zips, never written by hand.
+rm -rf "$tools/argo/manifests.tmp"; mkdir -p "$tools/argo/manifests.tmp"
+cp -r "$wf/manifests" "$tools/argo/manifests.tmp/workflows"
+cp -r "$ev/manifests" "$tools/argo/manifests.tmp/events"
+chmod -R u+w "$tools/argo/manifests.tmp"
+rm -rf "$tools/argo/manifests"; mv "$tools/argo/manifests.tmp" "$tools/argo/manifests"
+printf 'argo-workflows %s\nargo-events %s\nnats-server %s\n' "$ARGO_WORKFLOWS_VERSION" "$ARGO_EVENTS_VERSION" \
+  "$NATS_VERSION" >"$tools/argo/VERSIONS"
+
+"$bin/argo" version --short 2>/dev/null | head -1 || true
+log "workflow-controller, argoexec, argo $ARGO_WORKFLOWS_VERSION; argo-events $ARGO_EVENTS_VERSION; nats-server $NATS_VERSION in $bin"

@@ -1,0 +1,66 @@
+"""What failed in an Argo run, from ``{{workflow.failures}}``, as rows the report can show.
+
+The exit handler's aggregate step gets Argo's list of failed nodes (displayName, message,
+templateName, phase, podName, finishedAt). A cell's node is named after its fan-out item,
+``benchmark(3:order:3,rep:1,storage_class:fast,workload:randread-iops)``, so the cell it
+stands for (storage class, workload, repetition) is read back from that name. Nodes that only
+say a child failed (the DAGs around the cells, the run itself) add nothing and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+
+CELL_TEMPLATE = "benchmark-cell"
+_ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
+# What a parent node says when only a child failed: not a failure of its own.
+_ONLY_A_CHILD = re.compile(r"^child '.*' (failed|errored)$|^(template has failed or errored children|"
+                           r"No more retries left|Stopped with strategy '\w+')", re.I)
+
+
+class FailuresError(ValueError):
+    pass
+
+
+def parse_failures(text: str | None) -> list[dict]:
+    """``{{workflow.failures}}`` (a JSON list, which Argo passes quoted as a JSON string) -> rows of
+    the analytics' failures input (pvbench.analytics.runner.FAILURES_COLUMNS)."""
+    if text is None or not text.strip():
+        return []
+    try:
+        value = json.loads(text)
+        if isinstance(value, str):  # Argo's strconv.Quote around the list
+            value = json.loads(value) if value.strip() else None
+    except json.JSONDecodeError as exc:
+        raise FailuresError(f"--argo-failures is not Argo's JSON list of failed nodes: {exc}") from None
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise FailuresError("--argo-failures is not Argo's JSON list of failed nodes")
+    rows = []
+    for node in value:
+        template, message = node.get("templateName") or "", (node.get("message") or "").strip()
+        if template != CELL_TEMPLATE and (not message or _ONLY_A_CHILD.search(message)):
+            continue
+        row = {"node": node.get("displayName") or "", "template": template, "phase": node.get("phase") or "",
+               "message": message, "storage_class": None, "workload": None, "rep": None,
+               "finished_at": node.get("finishedAt") or None}
+        if template == CELL_TEMPLATE:
+            row.update(cell_of(row["node"]))
+        rows.append(row)
+    return rows
+
+
+def cell_of(display_name: str) -> dict:
+    """storage_class, workload and rep of a fan-out node's display name (empty if not one)."""
+    match = _ITEM.match(display_name)
+    if not match:
+        return {}
+    item = match["item"].replace('"', "").strip("{}")  # the item as JSON, or with its quotes dropped
+    fields = dict(pair.split(":", 1) for pair in item.split(",") if ":" in pair)
+    if not set(FAN_OUT_ITEM_KEYS) <= set(fields):
+        return {}
+    return {"storage_class": fields["storage_class"], "workload": fields["workload"], "rep": int(fields["rep"])}

@@ -1,0 +1,137 @@
+"""The pvbench commands the WorkflowTemplate's steps run, as the template calls them: what they
+print for Argo (fan-out items, the cell deadline), what they refuse before fio starts, and how
+the exit handler's aggregate turns Argo's failed nodes into the report's list of failed cells.
+The templates themselves run on the real engines in the cluster stage (test_cluster_*.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pvbench.argo.failures import parse_failures
+from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+from pvbench.profiles import load_profile, resolve_timing
+from test_step import step
+
+PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+MATRIX = ["--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--storage-classes", '["fast","slow"]']
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(PVBENCH + list(args), capture_output=True, text=True, timeout=120)
+
+
+def test_expand_items_hold_only_what_tells_cells_apart():
+    proc = run("expand", *MATRIX, "--profiles", "dbench", "--tests", "randread-iops,seqread", "--repetitions", "2")
+    assert proc.returncode == 0, proc.stderr
+    items = json.loads(proc.stdout)
+    assert len(items) == 2 * 2 * 2 and all(tuple(i) == FAN_OUT_ITEM_KEYS for i in items)
+    assert [i["order"] for i in items] == list(range(8))
+    assert max(len(json.dumps(i)) for i in items) < 90  # Argo names each node after its item
+
+
+def test_profile_means_the_profiles_own_timing():
+    vshn = load_profile("vshn")
+    assert resolve_timing(vshn, "profile", "profile", "profile") == vshn.timing
+    assert resolve_timing(vshn, "2s", "profile", None).ramp_s == 2.0
+
+
+def test_validate_writes_the_cell_deadline_for_argo(tmp_path):
+    out = tmp_path / "out"
+    proc = run("validate", *MATRIX, "--profiles", "dbench", "--repetitions", "3", "--ramp", "profile",
+               "--runtime", "profile", "--size", "profile", "--volume-size", "10Gi", "--volume-timeout", "5m",
+               "--outputs", str(out))
+    assert proc.returncode == 0, proc.stderr
+    seconds = int((out / "cell-timeout").read_text().removesuffix("s"))
+    # dbench: 2 s ramp + 15 s runtime: 300 s volume wait + twice fio's 17 s + the largest cell's files
+    # (size x jobs) laid out at 10 MiB/s at least + start-up
+    dbench = load_profile("dbench")
+    layout = max(t.numjobs for t in dbench.tests) * dbench.timing.size_bytes / (10 * 2**20)
+    assert 300 + 34 + layout < seconds <= 300 + 34 + layout + 61, (seconds, jobs)
+
+
+def test_validate_checks_only_the_tests_the_run_measures():
+    """A 1 GiB file per job does not fit 32 jobs in 10Gi: only the tests with 32 jobs are refused."""
+    small = run("validate", *MATRIX, "--profiles", "sweep", "--tests", "randread-4k-qd1", "--size", "1G",
+                "--volume-size", "10Gi")
+    assert small.returncode == 0, small.stderr
+    big = run("validate", *MATRIX, "--profiles", "sweep", "--tests", "randread-4k-qd1x32", "--size", "1G",
+              "--volume-size", "10Gi")
+    assert big.returncode == 2 and "does not fit" in big.stderr and "randread-4k-qd1x32" in big.stderr
+
+
+def test_fio_step_refuses_an_upload_key_the_layout_would_not_give(tmp_path):
+    proc = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=other/profile=dbench/"
+                "workload=randread-lat/rep=2")
+    assert proc.returncode == 2 and "the template and pvbench disagree" in proc.stderr
+    assert not list((tmp_path / "target").glob("pvbench.*")), "fio must not have run"
+    ok = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=dbench/"
+              "workload=randread-lat/rep=2", "--out", str(tmp_path / "out"))
+    assert ok.returncode == 0, ok.stderr
+
+
+# What Argo passes as {{workflow.failures}}: the JSON list, quoted as a JSON string.
+ARGO_FAILURES = json.dumps(json.dumps([
+    {"displayName": "benchmark(1:order:1,rep:1,storage_class:slow,workload:randread-iops)", "message": "timeout",
+     "templateName": "benchmark-cell", "phase": "Failed", "podName": "wf-1-benchmark-cell-1",
+     "finishedAt": "2026-11-22T10:00:00Z"},
+    {"displayName": 'benchmark(2:{"order":2,"rep":2,"storage_class":"fast","workload":"randread-iops"})',
+     "message": "pod deleted", "templateName": "benchmark-cell", "phase": "Error", "podName": "wf-1-benchmark-cell-2",
+     "finishedAt": "2026-11-22T10:01:00Z"},
+    {"displayName": "wf-1", "message": "child 'wf-1-123' failed", "templateName": "main", "phase": "Failed",
+     "podName": "wf-1", "finishedAt": "2026-11-22T10:02:00Z"},
+]))
+
+
+def test_argo_failures_become_cells_with_their_messages():
+    rows = parse_failures(ARGO_FAILURES)
+    assert [(r["storage_class"], r["workload"], r["rep"], r["phase"], r["message"]) for r in rows] == [
+        ("slow", "randread-iops", 1, "Failed", "timeout"), ("fast", "randread-iops", 2, "Error", "pod deleted")]
+    assert parse_failures('"null"') == parse_failures("") == []
+
+
+def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
+    store, out = tmp_path / "store", tmp_path / "tables"
+    cell = step(tmp_path, "--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--storage-class", "fast",
+                "--store", str(store))
+    assert cell.returncode == 0, cell.stderr
+    proc = run("aggregate", "--store", str(store), "--campaign", "CI", "--run", "wf-1", "--out", str(out),
+               "--argo-failures", ARGO_FAILURES, "--argo-status", "Failed")
+    assert proc.returncode == 0, proc.stderr
+    assert "failed slow · randread-iops rep 1: Failed: timeout" in " ".join(proc.stderr.split())
+    rows = pq.read_table(out / "report_failures.parquet").to_pylist()
+    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
+
+
+def test_aggregate_with_nothing_stored_says_what_failed(tmp_path):
+    proc = run("aggregate", "--store", str(tmp_path / "empty"), "--campaign", "CI", "--run", "wf-1",
+               "--out", str(tmp_path / "t"), "--argo-failures", ARGO_FAILURES)
+    assert proc.returncode == 1 and "no results" in proc.stderr and "timeout" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{not json", '"{\\"a\\": 1}"'])
+def test_a_garbled_failures_list_is_a_clear_error(text, tmp_path):
+    proc = run("aggregate", "--store", str(tmp_path), "--campaign", "CI", "--argo-failures", text)
+    assert proc.returncode == 2 and "--argo-failures" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ci_check_next_items_are_fan_out_items(tmp_path):
+    store = tmp_path / "store"
+    for rep in (1, 2):
+        proc = step(tmp_path, "--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--rep", str(rep),
+                    "--store", str(store))
+        assert proc.returncode == 0, proc.stderr
+    proc = run("stats", "ci-check", "--store", str(store), "--campaign", "CI", "--run", "wf-1", "--target", "0.001",
+               "--exit-zero", "--outputs", str(tmp_path / "check"), "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    items = json.loads((tmp_path / "check" / "next.json").read_text())
+    assert items == [{"storage_class": "fast-ssd", "workload": "randread-lat", "rep": 3, "order": items[0]["order"]}]
+    assert (tmp_path / "check" / "more").read_text() == "true"
+    assert Path(tmp_path / "check").is_dir()

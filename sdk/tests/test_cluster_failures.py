@@ -1,0 +1,173 @@
+"""What goes wrong in real clusters, on the real engines: a volume that never binds, a cell whose
+pod is lost, runs that queue for the same node, and `argo retry` of a failed run.
+
+One run F measures three classes: one whose provisioner nobody runs (its PVC stays Pending),
+one whose cell pod this test deletes while fio runs (Argo: Error), and one that works. Meanwhile
+the chart's weekend CronWorkflow is made due, so its run C queues for the node's mutex behind
+F. Then F is retried with `argo retry`, which reruns exactly its failed cells.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+
+from cluster_helpers import (
+    BUCKET,
+    NAMESPACE,
+    QUICK,
+    UNBINDABLE_CLASS,
+    argo,
+    cell_nodes,
+    describe,
+    nodes,
+    pod_minio,
+    require_kube,
+    run_pvcs_and_pvs,
+    submit,
+    wait_until,
+    wait_workflow,
+    workflow,
+)
+from pvbench.store.layout import RESULT_FILE, analytics_prefix, report_prefix, results_prefix
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CAMPAIGN = "ci-failures"
+CLASSES = ["pvbench-xfs", UNBINDABLE_CLASS, "pvbench-tmpfs"]
+LOST = "pvbench-xfs"  # the class whose cell pod is deleted mid-run
+PARAMS = {**QUICK, "campaign": CAMPAIGN, "storage-classes": json.dumps(CLASSES), "profile": "dbench",
+          "tests": "randread-iops", "repetitions": "1", "seed": "5"}
+CRON = "pvbench-weekend"
+
+
+def _cell_pod(wf_name: str, storage_class: str, phase: str = "Running") -> dict | None:
+    k = require_kube()
+    for pod in k.items("pod", f"workflows.argoproj.io/workflow={wf_name}", "pvbench.io/component=benchmark"):
+        args = pod["spec"]["containers"][-1].get("args") or []
+        main = [c for c in pod["spec"]["containers"] if c["name"] == "main"][0]
+        args = main.get("args") or []
+        if storage_class in args and pod["status"].get("phase") == phase:
+            running = [s for s in pod["status"].get("containerStatuses") or [] if s["name"] == "main"]
+            if phase != "Running" or (running and running[0].get("state", {}).get("running")):
+                return pod
+    return None
+
+
+def _cron_runs() -> list[dict]:
+    return require_kube().items("workflow", f"workflows.argoproj.io/cron-workflow={CRON}")
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    k = require_kube()
+    facts: dict = {}
+    f_name = submit(PARAMS, generate_name="pvbench-ci-failures-")
+    facts["F"] = f_name
+    # the chart's weekend occasion, made due every minute while F holds the node
+    k.run("patch", "cronworkflow", CRON, "--type", "merge", "-p", json.dumps({"spec": {"schedules": ["* * * * *"]}}))
+    try:
+        [c_wf] = wait_until("the CronWorkflow to start a run", _cron_runs, 150)
+        facts["C"] = c_wf["metadata"]["name"]
+    finally:
+        k.run("patch", "cronworkflow", CRON, "--type", "merge", "-p", json.dumps({"spec": {"suspend": True}}))
+    # C waits for the node's mutex while F runs
+    facts["C_waited"] = wait_until(
+        "C to wait for the node mutex",
+        lambda: (workflow(facts["C"]).get("status", {}).get("message") or "").lower().count("lock")
+        and workflow(facts["C"])["status"]["message"], 120, every=1)
+    # lose the LOST cell's pod while its fio runs
+    pod = wait_until(f"F's {LOST} cell to run fio", lambda: _cell_pod(f_name, LOST), 300, every=1)
+    time.sleep(2)
+    k.delete("pod", pod["metadata"]["name"], wait=False)
+    facts["deleted_pod"] = pod["metadata"]["name"]
+    t0 = time.monotonic()
+    facts["F_wf"] = wait_workflow(f_name)
+    facts["F_seconds"] = time.monotonic() - t0
+    facts["F_pvcs_after"] = wait_until("F's volumes to go", lambda: run_pvcs_and_pvs(f_name) == ([], []) or None,
+                                       60) and ([], [])
+    facts["C_wf"] = wait_workflow(facts["C"])
+    # `argo retry`: the failed cells again, then the exit handler again
+    argo("retry", f_name)
+    wait_until("F to run again", lambda: workflow(f_name)["status"]["phase"] == "Running", 60, every=1)
+    facts["F_retried"] = wait_workflow(f_name)
+    return facts
+
+
+def _failures(wf_name: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    key = f"{analytics_prefix(CAMPAIGN, wf_name)}/report_failures.parquet"
+    data = pod_minio().client().get_object(BUCKET, key).read()
+    return pq.read_table(io.BytesIO(data)).to_pylist()
+
+
+def _stored(wf_name: str, campaign: str = CAMPAIGN) -> list[str]:
+    return [k for k in pod_minio().keys(BUCKET, results_prefix(campaign, wf_name) + "/") if k.endswith(RESULT_FILE)]
+
+
+def test_the_unbindable_volume_fails_its_cell_within_its_deadline(scenario):
+    wf = scenario["F_wf"]
+    assert wf["status"]["phase"] == "Failed", describe(wf)
+    [cell] = [n for n in cell_nodes(wf) if f"storage_class:{UNBINDABLE_CLASS}" in n["displayName"]]
+    assert cell["phase"] == "Failed", describe(wf)
+    deadline = float(wf["status"]["outputs"]["parameters"][0]["value"].rstrip("s")) \
+        if wf["status"].get("outputs") else None
+    assert scenario["F_seconds"] < 600, "the run did not end soon after the cell's deadline"
+    print(f"\nunbindable cell: {cell['message']!r} (deadline {deadline} s); F took {scenario['F_seconds']:.0f} s")
+
+
+def test_the_lost_pod_errors_its_cell_and_the_other_cell_is_measured(scenario):
+    wf = scenario["F_wf"]
+    phases = {n["displayName"].split("storage_class:")[1].split(",")[0]: n["phase"] for n in cell_nodes(wf)}
+    assert phases == {LOST: "Error", UNBINDABLE_CLASS: "Failed", "pvbench-tmpfs": "Succeeded"}, describe(wf)
+    assert [k for k in _stored(scenario["F"]) if "pvbench-tmpfs" in k]
+
+
+def test_aggregate_and_report_still_run_and_name_what_failed(scenario):
+    wf = scenario["F_wf"]
+    ran = {n["templateName"]: n["phase"] for n in nodes(wf) if n["type"] == "Pod"
+           and n["templateName"] in ("aggregate", "report", "cleanup")}
+    assert ran == {"aggregate": "Succeeded", "report": "Succeeded", "cleanup": "Succeeded"}, describe(wf)
+    failed = {(f["storage_class"], f["phase"]) for f in _failures(scenario["F"]) if f["is_cell"]}
+    assert failed == {(LOST, "Error"), (UNBINDABLE_CLASS, "Failed")}, _failures(scenario["F"])
+    assert f"{report_prefix(CAMPAIGN, scenario['F'])}/index.html" in pod_minio().keys(
+        BUCKET, report_prefix(CAMPAIGN, scenario["F"]) + "/")
+
+
+def test_no_volume_of_the_failed_run_remains(scenario):
+    """The pending pod of the unbindable cell is deleted by the exit handler, and its PVC with it."""
+    assert scenario["F_pvcs_after"] == ([], [])
+
+
+def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario):
+    assert "pvbench-node-linux" in scenario["C_waited"], scenario["C_waited"]
+    wf = scenario["C_wf"]
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    assert wf["metadata"]["labels"]["pvbench.io/occasion"] == "weekend"
+    assert wf["metadata"]["labels"]["workflows.argoproj.io/cron-workflow"] == CRON
+    [key] = _stored(scenario["C"], "ci-occasions")
+    assert "/occasion=weekend/" in key and "/storage_class=pvbench-tmpfs/" in key
+    # it ran after F had released the node
+    f_end = scenario["F_wf"]["status"]["finishedAt"]
+    assert wf["status"]["startedAt"] >= f_end or any(
+        n["templateName"] == "validate" and n["startedAt"] >= f_end for n in nodes(wf)), (f_end, describe(wf))
+
+
+def test_argo_retry_reruns_the_failed_cells_and_counts_nothing_twice(scenario):
+    wf = scenario["F_retried"]
+    phases = {n["displayName"].split("storage_class:")[1].split(",")[0]: n["phase"] for n in cell_nodes(wf)
+              if n["phase"] in ("Succeeded", "Failed", "Error")}
+    assert phases[LOST] == "Succeeded" and phases["pvbench-tmpfs"] == "Succeeded", describe(wf)
+    stored = _stored(scenario["F"])
+    assert len(stored) == 2 and len(set(stored)) == 2, stored  # one result per measured cell, no copy
+    import pyarrow.parquet as pq
+
+    key = f"{analytics_prefix(CAMPAIGN, scenario['F'])}/summary.parquet"
+    rows = pq.read_table(io.BytesIO(pod_minio().client().get_object(BUCKET, key).read())).to_pylist()
+    assert {r["storage_class"]: r["n"] for r in rows if r["is_headline"]} == {LOST: 1, "pvbench-tmpfs": 1}
+    assert {(f["storage_class"]) for f in _failures(scenario["F"]) if f["is_cell"]} == {UNBINDABLE_CLASS}
+    assert NAMESPACE == "pvbench"

@@ -1,0 +1,171 @@
+"""One benchmark run end to end on the real engines, submitted as the Argo UI submits it.
+
+`pvbench submit` sends the run to argo-server's submit API (what the UI's Submit button
+calls), which creates a Workflow referencing the chart's WorkflowTemplate. The real
+workflow-controller runs it, argoexec in every pod moves artifacts to MinIO: validate ->
+expand -> a cell per storage class x test x repetition on fresh PVCs -> the adaptive
+rounds (a self-calling DAG, here up to its cap) -> exit handler: cleanup, aggregate, report.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from cluster_helpers import (
+    BUCKET,
+    MEDIUM,
+    NAMESPACE,
+    QUICK,
+    cell_nodes,
+    describe,
+    nodes,
+    pod_minio,
+    require_kube,
+    run_pvcs_and_pvs,
+    wait_until,
+    wait_workflow,
+    installed_release,
+)
+from pvbench.results import ResultDocument
+from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, report_prefix, results_prefix
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CLASSES = ["pvbench-ext4", "pvbench-tmpfs"]
+PARAMS = {
+    **QUICK,
+    "campaign": "CI-Node",  # upper case on purpose: keys hold its slug
+    "occasion": "adhoc",
+    "storage-classes": json.dumps(CLASSES),
+    "profile": "dbench",
+    "tests": "randread-iops",
+    "repetitions": "2",
+    "seed": "11",
+    "volume-size": "2Gi",  # not the template's literal 1Gi: proves the podSpecPatch
+    # adaptive: every cell has 2 < 5 values, so round 1 asks for a 3rd; at 3 (the cap) round 2 says done
+    "adaptive-target": "0.02",
+    "adaptive-max-repetitions": "3",
+    "role": "candidate",
+    "trigger": "ci",
+    "changed": "StorageClass/pvbench-xfs",
+}
+PVBENCH = str(Path(sys.executable).parent / "pvbench")
+
+
+def argo_server_url() -> str:
+    k = require_kube()
+    [pod] = k.items("pod", "app=argo-server")
+    return f"https://{pod['status']['podIP']}:2746"
+
+
+@pytest.fixture(scope="module")
+def run():
+    k = require_kube()
+    installed_release()
+    proc = subprocess.run([PVBENCH, "submit", "--host", argo_server_url(), "--insecure", "--namespace", NAMESPACE,
+                           *[a for n, v in PARAMS.items() for a in ("-p", f"{n}={v}")]],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    name = proc.stdout.strip()
+    # every PVC the run makes, seen while it runs (they are gone once it has finished)
+    seen: dict[str, dict] = {}
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for pvc in k.items("pvc", f"pvbench.io/workflow={name}"):
+                seen[pvc["metadata"]["name"]] = pvc
+            done.wait(1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        wf = wait_workflow(name)
+    finally:
+        done.set()
+        watcher.join()
+    return {"name": name, "wf": wf, "pvcs": seen, "minio": pod_minio()}
+
+
+def test_the_run_succeeds(run):
+    assert run["wf"]["status"]["phase"] == "Succeeded", describe(run["wf"])
+    print("\n" + describe(run["wf"]))
+
+
+def test_every_step_ran_on_the_real_engine(run):
+    ran = {}
+    for n in nodes(run["wf"]):
+        if n["type"] == "Pod":
+            ran[n["templateName"]] = ran.get(n["templateName"], 0) + 1
+    # 2 classes x 1 test x 2 reps, then round 1 adds a 3rd rep to each; round 2 finds the cap
+    assert ran == {"validate": 1, "expand": 1, "benchmark-cell": 6, "adaptive-check": 2, "cleanup": 1,
+                   "aggregate": 1, "report": 1}, ran
+    rounds = sorted(n["displayName"] for n in nodes(run["wf"]) if n.get("templateName") == "adaptive")
+    assert len(rounds) == 2, rounds
+    skipped = [n for n in nodes(run["wf"]) if n["displayName"] == "next-round" and n["phase"] == "Skipped"]
+    assert len(skipped) == 1, describe(run["wf"])
+
+
+def test_results_land_under_the_layout_keys(run):
+    minio, name = run["minio"], run["name"]
+    keys = [k for k in minio.keys(BUCKET, results_prefix(PARAMS["campaign"], name) + "/") if k.endswith(RESULT_FILE)]
+    expected = sorted(CellKey(PARAMS["campaign"], name, "adhoc", sc, "dbench", "randread-iops", rep).result_key()
+                      for sc in CLASSES for rep in (1, 2, 3))
+    assert sorted(keys) == expected
+    for key in keys:
+        doc = ResultDocument.from_json(minio.client().get_object(BUCKET, key).read())
+        assert doc.identity.run == name and doc.identity.labels["role"] == "candidate"
+        assert doc.identity.labels["changed"] == "StorageClass/pvbench-xfs"
+        assert doc.provenance.node == "localhost", "PVBENCH_NODE_NAME comes from spec.nodeName"
+        assert doc.provenance.filesystem == MEDIUM[doc.identity.storage_class], doc.provenance
+        [m] = [m for m in doc.metrics if m.iops]
+        assert m.iops > 0 and m.bw_mib_s > 0 and m.lat_p99_us
+
+
+def test_tables_and_report_land_beside_them(run):
+    import pyarrow.parquet as pq
+
+    minio, name = run["minio"], run["name"]
+    tables = analytics_prefix(PARAMS["campaign"], name)
+    have = minio.keys(BUCKET, tables + "/")
+    assert f"{tables}/summary.parquet" in have and f"{tables}/report_failures.parquet" in have
+    assert f"{report_prefix(PARAMS['campaign'], name)}/index.html" in have
+    summary = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/summary.parquet").read()))
+    head = {r["storage_class"]: r for r in summary.to_pylist() if r["is_headline"]}
+    assert head["pvbench-tmpfs"]["n"] == head["pvbench-ext4"]["n"] == 3
+    assert head["pvbench-tmpfs"]["mean"] > head["pvbench-ext4"]["mean"], head
+    failures = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/report_failures.parquet").read()))
+    assert failures.num_rows == 0
+
+
+def test_each_cell_had_a_fresh_volume_of_its_class_and_the_runs_size(run):
+    pvcs = run["pvcs"]
+    assert len(pvcs) == 6, sorted(pvcs)
+    classes = sorted(p["spec"]["storageClassName"] for p in pvcs.values())
+    assert classes == sorted(CLASSES * 3)
+    assert {p["spec"]["resources"]["requests"]["storage"] for p in pvcs.values()} == {"2Gi"}
+
+
+def test_no_volume_of_the_run_remains(run):
+    """Cell pods are deleted as they finish (podGC), and their ephemeral PVCs with them."""
+    wait_until("the run's PVCs and PVs to be gone", lambda: run_pvcs_and_pvs(run["name"]) == ([], []), 60)
+
+
+def test_node_names_are_short(run):
+    """A fan-out node is named after its item: only what tells cells apart."""
+    names = [n["displayName"] for n in cell_nodes(run["wf"])]
+    assert names and max(len(x) for x in names) <= 80, names
+    assert all("storage_class:" in x and "workload:" in x for x in names), names
+
+
+def test_the_run_is_labelled_with_its_role_and_occasion(run):
+    labels = run["wf"]["metadata"]["labels"]
+    assert labels["pvbench.io/role"] == "candidate" and labels["pvbench.io/occasion"] == "adhoc"
+    assert labels["workflows.argoproj.io/workflow-template"] == "pvbench-benchmark"
