@@ -1,7 +1,7 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
     validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ adaptive (only if adaptive-target is set)
-    exit handler, whatever happened: cleanup (stuck cell pods) ‖ aggregate ─▶ report
+    exit handler, whatever happened: cleanup (stuck cell pods) ─▶ aggregate ─▶ report
 
     adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next (withParam) ─▶ adaptive (round + 1)
 
@@ -456,12 +456,20 @@ with WorkflowTemplate(
 
     # The exit handler: whatever the run's phase (cells failed, a stop from the UI, a
     # deadline), free what is left and tabulate and report what was measured.
+    # In sequence, not cleanup beside aggregate: with the workflow's parallelism reached, Argo
+    # v3.7's controller records an exit-handler task it could not start yet as a child without
+    # a node, and then exits fatally ("was unable to get child node name", argo-workflows
+    # #14392); one task at a time never reaches that limit.
     with DAG(name="finish", fail_fast=False):
-        Task(name="cleanup", template=cleanup)
-        Task(name="aggregate", template=aggregate) >> Task(
+        t_cleanup = Task(name="cleanup", template=cleanup)
+        t_aggregate = Task(name="aggregate", template=aggregate)
+        t_report = Task(
             name="report",
             template=report,
             arguments=[Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}")],
         )
+        # aggregate whether or not cleanup managed (a cleanup error must not lose the report)
+        t_aggregate.depends = "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
+        t_aggregate >> t_report
 
 MANIFESTS = [wt]

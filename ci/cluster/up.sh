@@ -258,11 +258,17 @@ pause_image() {
 engine_image() {
   local image=$1 binary=$2 extra=${3:-} src=$TOOLS/bin/$2
   [ -x "$src" ] || die "$src is missing: ci/install-argo.sh builds it (ci/setup.sh runs it)"
-  local key; key=$( (sha256sum "$src" | cut -c1-64; echo "$extra") | sha256sum | cut -c1-16)
+  local key; key=$( (sha256sum "$src" | cut -c1-64; echo "$extra skel-2") | sha256sum | cut -c1-16)
   local name; name=$(echo "$image" | tr '/:' '__')
   local archive=$CACHE/images/$name-$key.tar
   if [ ! -s "$archive" ]; then
+    # what upstream's images have besides the binary: a writable /tmp (argoexec stages resource
+    # manifests there) and CA certificates (S3 over TLS)
+    local skel=$CACHE/rootfs/engine-skel
+    rm -rf "$skel"; mkdir -p "$skel/tmp" "$skel/etc/ssl/certs"; chmod 1777 "$skel/tmp"
+    cp /etc/ssl/certs/ca-certificates.crt "$skel/etc/ssl/certs/"
     local c; c=$(B from scratch)
+    B copy "$c" "$skel" / >/dev/null
     B copy "$c" "$src" "/bin/$binary" >/dev/null
     if [ "$extra" = zoneinfo ]; then B copy "$c" /usr/share/zoneinfo /usr/share/zoneinfo >/dev/null; fi
     # as upstream's images: the binary is the entrypoint, a non-root numeric user
@@ -604,6 +610,13 @@ patches:
       - op: add
         path: /spec/template/spec/containers/0/args/-
         value: --auth-mode=server
+  # a CI speed setting only: the controller looks at a running workflow every 2 s instead of
+  # 10 s (its documented DEFAULT_REQUEUE_TIME), which takes ~8 s off every sequential step
+  - target: {kind: Deployment, name: workflow-controller}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: DEFAULT_REQUEUE_TIME, value: 2s}
 EOF
   cat >"$dir/events/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1

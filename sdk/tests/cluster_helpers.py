@@ -189,12 +189,10 @@ def chart_values(minio: PodMinio) -> dict:
     quick_run = {"tests": "randread-iops", "repetitions": "1", **QUICK}
     return {
         "s3": {"endpoint": minio.endpoint, "insecure": True, "bucket": BUCKET, "region": ""},
-        "benchmark": {"parameters": {"storage-classes": json.dumps(STORAGE_CLASSES[:2]), **QUICK}},
+        # the UI's defaults must be among its choices (argo-server refuses a template otherwise)
+        "benchmark": {"parameters": {"storage-classes": json.dumps(STORAGE_CLASSES[:2])}},
         "occasions": {
             "enabled": True,
-            # weekend fires every minute (the cron test suspends it after its first run); the
-            # other two keep their real schedules
-            "schedules": {"weekend": {"enabled": True, "schedules": ["* * * * *"]}},
             "parameters": {"storage-classes": json.dumps(["pvbench-tmpfs"]), "campaign": "ci-occasions", **quick_run},
         },
         "events": {

@@ -112,6 +112,7 @@ def test_benchmark_template_shape():
     assert spec["onExit"] == "finish"
     finish = {t["name"]: t for t in tpl["finish"]["dag"]["tasks"]}
     assert set(finish) == {"cleanup", "aggregate", "report"} and finish["report"]["depends"] == "aggregate"
+    assert finish["aggregate"]["depends"] == "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
     assert "pvbench.io/component=benchmark" in " ".join(tpl["cleanup"]["resource"]["flags"])
     assert tpl["cleanup"]["serviceAccountName"] == "pvbench-cleanup"
     assert "{{workflow.failures}}" in tpl["aggregate"]["container"]["args"]
@@ -243,6 +244,7 @@ def test_chart_rules_are_least_privilege():
         (("bogus=1",), "additional properties 'bogus' not allowed"),
         (("events.webhook.port=70000",), "maximum"),
         (("events.enabled=true", "events.webhook.authSecret.name="), "allowUnauthenticated: true"),
+        (("benchmark.parameters.ramp=1s",), 'ramp="1s" is not one of profile, 2s'),
     ],
 )
 def test_chart_rejects_bad_values(sets, message):

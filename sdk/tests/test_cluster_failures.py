@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 
 import pytest
@@ -44,16 +45,14 @@ PARAMS = {**QUICK, "campaign": CAMPAIGN, "storage-classes": json.dumps(CLASSES),
 CRON = "pvbench-weekend"
 
 
-def _cell_pod(wf_name: str, storage_class: str, phase: str = "Running") -> dict | None:
+def _running_cell_pod(wf_name: str, storage_class: str) -> dict | None:
+    """The run's cell pod of that class whose main container (fio-step) is running."""
     k = require_kube()
     for pod in k.items("pod", f"workflows.argoproj.io/workflow={wf_name}", "pvbench.io/component=benchmark"):
-        args = pod["spec"]["containers"][-1].get("args") or []
-        main = [c for c in pod["spec"]["containers"] if c["name"] == "main"][0]
-        args = main.get("args") or []
-        if storage_class in args and pod["status"].get("phase") == phase:
-            running = [s for s in pod["status"].get("containerStatuses") or [] if s["name"] == "main"]
-            if phase != "Running" or (running and running[0].get("state", {}).get("running")):
-                return pod
+        [main] = [c for c in pod["spec"]["containers"] if c["name"] == "main"]
+        statuses = [s for s in pod["status"].get("containerStatuses") or [] if s["name"] == "main"]
+        if storage_class in json.dumps(main) and statuses and statuses[0].get("state", {}).get("running"):
+            return pod
     return None
 
 
@@ -67,6 +66,15 @@ def scenario():
     facts: dict = {}
     f_name = submit(PARAMS, generate_name="pvbench-ci-failures-")
     facts["F"] = f_name
+
+    def lose_a_pod():  # in the background: the cells' order is random, the cron's minute is not ours
+        pod = wait_until(f"F's {LOST} cell to run fio", lambda: _running_cell_pod(f_name, LOST), 400, every=0.5)
+        time.sleep(2)
+        k.delete("pod", pod["metadata"]["name"], wait=False)
+        facts["deleted_pod"] = pod["metadata"]["name"]
+
+    killer = threading.Thread(target=lose_a_pod, daemon=True)
+    killer.start()
     # the chart's weekend occasion, made due every minute while F holds the node
     k.run("patch", "cronworkflow", CRON, "--type", "merge", "-p", json.dumps({"spec": {"schedules": ["* * * * *"]}}))
     try:
@@ -77,24 +85,25 @@ def scenario():
     # C waits for the node's mutex while F runs
     facts["C_waited"] = wait_until(
         "C to wait for the node mutex",
-        lambda: (workflow(facts["C"]).get("status", {}).get("message") or "").lower().count("lock")
+        lambda: "lock" in (workflow(facts["C"]).get("status", {}).get("message") or "").lower()
         and workflow(facts["C"])["status"]["message"], 120, every=1)
-    # lose the LOST cell's pod while its fio runs
-    pod = wait_until(f"F's {LOST} cell to run fio", lambda: _cell_pod(f_name, LOST), 300, every=1)
-    time.sleep(2)
-    k.delete("pod", pod["metadata"]["name"], wait=False)
-    facts["deleted_pod"] = pod["metadata"]["name"]
     t0 = time.monotonic()
     facts["F_wf"] = wait_workflow(f_name)
     facts["F_seconds"] = time.monotonic() - t0
-    facts["F_pvcs_after"] = wait_until("F's volumes to go", lambda: run_pvcs_and_pvs(f_name) == ([], []) or None,
-                                       60) and ([], [])
+    killer.join(timeout=5)
+    wait_until("F's volumes to go", lambda: run_pvcs_and_pvs(f_name) == ([], []), 60)
     facts["C_wf"] = wait_workflow(facts["C"])
     # `argo retry`: the failed cells again, then the exit handler again
     argo("retry", f_name)
     wait_until("F to run again", lambda: workflow(f_name)["status"]["phase"] == "Running", 60, every=1)
     facts["F_retried"] = wait_workflow(f_name)
     return facts
+
+
+def _t(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def _failures(wf_name: str) -> list[dict]:
@@ -114,10 +123,10 @@ def test_the_unbindable_volume_fails_its_cell_within_its_deadline(scenario):
     assert wf["status"]["phase"] == "Failed", describe(wf)
     [cell] = [n for n in cell_nodes(wf) if f"storage_class:{UNBINDABLE_CLASS}" in n["displayName"]]
     assert cell["phase"] == "Failed", describe(wf)
-    deadline = float(wf["status"]["outputs"]["parameters"][0]["value"].rstrip("s")) \
-        if wf["status"].get("outputs") else None
-    assert scenario["F_seconds"] < 600, "the run did not end soon after the cell's deadline"
-    print(f"\nunbindable cell: {cell['message']!r} (deadline {deadline} s); F took {scenario['F_seconds']:.0f} s")
+    [deadline] = [p["value"] for p in wf["status"]["outputs"]["parameters"] if p["name"] == "cell-timeout"]
+    took = (_t(cell["finishedAt"]) - _t(cell["startedAt"]))
+    print(f"\nunbindable cell: {cell['message']!r} after {took:.0f} s (deadline {deadline})")
+    assert took <= float(deadline.rstrip("s")) + 30, (took, deadline)
 
 
 def test_the_lost_pod_errors_its_cell_and_the_other_cell_is_measured(scenario):
@@ -140,7 +149,8 @@ def test_aggregate_and_report_still_run_and_name_what_failed(scenario):
 
 def test_no_volume_of_the_failed_run_remains(scenario):
     """The pending pod of the unbindable cell is deleted by the exit handler, and its PVC with it."""
-    assert scenario["F_pvcs_after"] == ([], [])
+    assert run_pvcs_and_pvs(scenario["F"]) == ([], [])
+    assert scenario["deleted_pod"]
 
 
 def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario):

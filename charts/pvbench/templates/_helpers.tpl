@@ -11,7 +11,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 Set argument parameters of a rendered Argo object (files/*.yaml, rendered from workflows/*.py).
 Usage: include "pvbench.setParameters" (dict "params" $list "values" $map "known" $names "where" "benchmark.parameters")
 Existing parameters get the new value; names not yet in the list are appended when "append" is
-true; a name that the WorkflowTemplate does not take is an error at install time.
+true; a name that the WorkflowTemplate does not take is an error at install time, and so is a
+value outside the parameter's enum when "enum" is true (the template's own defaults: the Argo
+Server refuses to submit a template whose default is not among its choices).
 Returns the list as JSON (Helm templates can only return strings).
 */}}
 {{- define "pvbench.setParameters" -}}
@@ -22,7 +24,12 @@ Returns the list as JSON (Helm templates can only return strings).
 {{- end -}}
 {{- $found := false -}}
 {{- range $p := $params -}}
-{{- if eq $p.name $name -}}{{- $_ := set $p "value" (toString $value) -}}{{- $found = true -}}{{- end -}}
+{{- if eq $p.name $name -}}
+{{- if and $.enum $p.enum (not (has (toString $value) $p.enum)) -}}
+{{- fail (printf "%s: %s=%q is not one of %s (the Argo UI offers only these; other values can be given per run)" $.where $name (toString $value) (join ", " $p.enum)) -}}
+{{- end -}}
+{{- $_ := set $p "value" (toString $value) -}}{{- $found = true -}}
+{{- end -}}
 {{- end -}}
 {{- if and (not $found) $.append -}}
 {{- $params = append $params (dict "name" $name "value" (toString $value)) -}}

@@ -211,6 +211,9 @@ def ci_check(
     from pvbench.store import CellKey, open_store
     from pvbench.store.backends import StoreError
 
+    if max_reps < min_reps:  # the cap wins: "never more than" over "at least" (a run must not fail on it)
+        _err.print(f"note: --max-reps {max_reps} caps --min-reps {min_reps}")
+        min_reps = max_reps
     try:
         settings = AdaptiveSettings(target_half_width=target, min_repetitions=min_reps, max_repetitions=max_reps)
         con = build_tables(open_store(store), campaign, run, extras=False)
