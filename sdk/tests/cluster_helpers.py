@@ -84,7 +84,8 @@ class Kube:
         return self.json(*args, namespace=namespace)["items"]
 
     def apply(self, *objs: dict) -> subprocess.CompletedProcess:
-        return self.run("apply", "-f", "-", input=_docs(objs))
+        """Objects carry their namespace (or are cluster-scoped)."""
+        return self.run("apply", "-f", "-", input=_docs(objs), namespace=None)
 
     def create(self, *objs: dict, check: bool = True) -> subprocess.CompletedProcess:
         return self.run("create", "-f", "-", input=_docs(objs), check=check)
