@@ -86,6 +86,8 @@ ARGO_FAILURES = json.dumps(json.dumps([
      "finishedAt": "2026-11-22T10:01:00Z"},
     {"displayName": "wf-1", "message": "child 'wf-1-123' failed", "templateName": "main", "phase": "Failed",
      "podName": "wf-1", "finishedAt": "2026-11-22T10:02:00Z"},
+    {"displayName": "benchmark", "message": "", "templateName": "benchmark-cell", "phase": "Failed",
+     "podName": "wf-1-benchmark", "finishedAt": "2026-11-22T10:02:00Z"},
 ]))
 
 
@@ -135,3 +137,22 @@ def test_ci_check_next_items_are_fan_out_items(tmp_path):
     assert items == [{"storage_class": "fast-ssd", "workload": "randread-lat", "rep": 3, "order": items[0]["order"]}]
     assert (tmp_path / "check" / "more").read_text() == "true"
     assert Path(tmp_path / "check").is_dir()
+
+
+def test_the_guard_fails_only_unscheduled_cell_pods_past_their_deadline():
+    from datetime import datetime, timedelta, timezone
+
+    from pvbench.argo.guard import claim_names, overdue
+
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+    made = (now - timedelta(seconds=100)).isoformat().replace("+00:00", "Z")
+    pod = {"metadata": {"name": "wf-benchmark-cell-1", "creationTimestamp": made},
+           "spec": {"activeDeadlineSeconds": 95, "volumes": [{"name": "tmp", "emptyDir": {}},
+                                                             {"name": "target", "ephemeral": {}}]},
+           "status": {"phase": "Pending"}}
+    assert overdue(pod, now) == pytest.approx(5)
+    assert overdue({**pod, "spec": {**pod["spec"], "activeDeadlineSeconds": 120}}, now) is None  # not yet
+    assert overdue({**pod, "spec": {**pod["spec"], "nodeName": "n1"}}, now) is None  # the kubelet's
+    assert overdue({**pod, "status": {"phase": "Running"}}, now) is None
+    assert overdue({**pod, "spec": {"volumes": []}}, now) is None  # no deadline: not a cell
+    assert claim_names(pod) == ["wf-benchmark-cell-1-target"]  # Kubernetes' name for an ephemeral PVC

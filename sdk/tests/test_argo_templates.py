@@ -193,7 +193,7 @@ def test_helm_template_output_is_valid_strictly(values):
     if values:
         assert {"CronWorkflow", "EventSource", "Sensor", "ClusterRole"} <= set(kinds)
     else:
-        assert kinds == ["ConfigMap", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+        assert kinds == ["ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
     proc = kubeconform(stdin=out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout

@@ -47,6 +47,30 @@ def render(
 
 
 @app.command()
+def guard(
+    namespace: Annotated[str, typer.Option(envvar="POD_NAMESPACE", help="Namespace of the chart (its cell pods)")],
+    every: Annotated[str, typer.Option(help="How often to look, e.g. 10s")] = "10s",
+    once: Annotated[bool, typer.Option(help="Look once and exit (tests, debugging)")] = False,
+) -> None:
+    """Fail cell pods that never started by their deadline, saying why (the chart's pvbench-guard runs this)."""
+    from pvbench.argo.guard import Api, GuardError, check, run
+    from pvbench.profiles import ProfileError, parse_seconds
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    try:
+        every_s = parse_seconds(every)
+        api = Api.in_cluster()
+        if once:
+            check(api, namespace, log=log)
+        else:
+            run(api, namespace, max(every_s, 1.0), log=log)
+    except (GuardError, ProfileError) as exc:
+        _fail(str(exc))
+
+
+@app.command()
 def submit(
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="name=value, repeatable")] = None,
     host: Annotated[str, typer.Option(envvar="ARGO_SERVER_URL", help="Argo Server URL, e.g. https://localhost:2746")] = "https://localhost:2746",

@@ -43,13 +43,13 @@ def parse_failures(text: str | None) -> list[dict]:
     rows = []
     for node in value:
         template, message = node.get("templateName") or "", (node.get("message") or "").strip()
-        if template != CELL_TEMPLATE and (not message or _ONLY_A_CHILD.search(message)):
-            continue
-        row = {"node": node.get("displayName") or "", "template": template, "phase": node.get("phase") or "",
-               "message": message, "storage_class": None, "workload": None, "rep": None,
-               "finished_at": node.get("finishedAt") or None}
-        if template == CELL_TEMPLATE:
-            row.update(cell_of(row["node"]))
+        display = node.get("displayName") or ""
+        cell = cell_of(display) if template == CELL_TEMPLATE else {}
+        if not cell and (not message or _ONLY_A_CHILD.search(message)):
+            continue  # e.g. the fan-out's group node, or a DAG that only says a child failed
+        row = {"node": display, "template": template, "phase": node.get("phase") or "", "message": message,
+               "storage_class": None, "workload": None, "rep": None, "finished_at": node.get("finishedAt") or None}
+        row.update(cell)
         rows.append(row)
     return rows
 

@@ -1,0 +1,150 @@
+"""The cell guard: a benchmark cell whose pod never starts fails at its deadline, saying why.
+
+Each cell pod carries its deadline (Argo sets ``activeDeadlineSeconds`` from the template's
+``timeout``, which ``pvbench validate`` derives from the workload). Once a pod runs, the
+kubelet enforces it. A pod that is never scheduled (its PVC never binds: no provisioner, a
+zone conflict, a quota) is seen by no kubelet, and Argo v3.7 does not look at a pending pod
+again until something changes (and with the run's parallelism reached it does not look at
+all), so the cell would wait forever and hold the node's turn.
+
+The guard does the kubelet's part for those pods: past its deadline, an unscheduled cell pod
+is marked Failed (reason DeadlineExceeded) with a message naming the volume and what
+Kubernetes says about it. Argo then fails the cell with that message, the run goes on to the
+next cell, and the report names it. One guard per namespace (a Deployment of the chart),
+stdlib only: it talks to the API server with its ServiceAccount's token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from pvbench.argo import conventions as c
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SELECTOR = f"{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK},workflows.argoproj.io/workflow"
+REASON = "DeadlineExceeded"  # as the kubelet says it for a running pod past activeDeadlineSeconds
+
+
+class GuardError(RuntimeError):
+    pass
+
+
+@dataclass
+class Api:
+    """The few Kubernetes API calls the guard needs (in-cluster, or a server/token given)."""
+
+    server: str
+    token: str
+    context: ssl.SSLContext
+
+    @classmethod
+    def in_cluster(cls) -> "Api":
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host or not os.path.exists(f"{SA_DIR}/token"):
+            raise GuardError("not in a pod with a ServiceAccount token (KUBERNETES_SERVICE_HOST, "
+                             f"{SA_DIR}/token): run the guard in the cluster")
+        with open(f"{SA_DIR}/token") as f:
+            token = f.read().strip()
+        return cls(f"https://{host}:{port}", token, ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt"))
+
+    def call(self, method: str, path: str, body: dict | None = None,
+             content_type: str = "application/json") -> dict:
+        req = urllib.request.Request(self.server + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json",
+                                              "Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(req, context=self.context, timeout=20) as r:
+                return json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            raise GuardError(f"{method} {path}: {exc.code} {exc.read()[:300]!r}") from None
+        except OSError as exc:
+            raise GuardError(f"{method} {path}: {exc}") from None
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def overdue(pod: dict, now: datetime) -> float | None:
+    """Seconds past its deadline for an unscheduled, pending cell pod; None if not (yet) overdue."""
+    spec, status = pod.get("spec", {}), pod.get("status", {})
+    deadline = spec.get("activeDeadlineSeconds")
+    if status.get("phase") != "Pending" or spec.get("nodeName") or not deadline:
+        return None  # running pods are the kubelet's; pods without a deadline are not pvbench's cells
+    late = (now - _time(pod["metadata"]["creationTimestamp"])).total_seconds() - deadline
+    return late if late > 0 else None
+
+
+def claim_names(pod: dict) -> list[str]:
+    """The PVCs a pod waits for: its persistentVolumeClaims and generic ephemeral volumes."""
+    names = []
+    for vol in pod.get("spec", {}).get("volumes") or []:
+        if vol.get("persistentVolumeClaim"):
+            names.append(vol["persistentVolumeClaim"]["claimName"])
+        elif "ephemeral" in vol:
+            names.append(f"{pod['metadata']['name']}-{vol['name']}")  # Kubernetes' name for it
+    return names
+
+
+def why_not_started(api: Api, namespace: str, pod: dict) -> str:
+    """What Kubernetes says about the pod's volumes, and the scheduler's last word."""
+    parts = []
+    for name in claim_names(pod):
+        try:
+            pvc = api.call("GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+        except GuardError:
+            parts.append(f"volume {name} was never created")
+            continue
+        phase, sc = pvc.get("status", {}).get("phase", "?"), pvc.get("spec", {}).get("storageClassName")
+        if phase == "Bound":
+            continue
+        events = api.call("GET", f"/api/v1/namespaces/{namespace}/events?" + urllib.parse.urlencode(
+            {"fieldSelector": f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}"}))
+        last = max(events.get("items") or [], default=None,
+                   key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        said = f": {last['message']}" if last and last.get("message") else ""
+        parts.append(f"its volume (storage class {sc}) is still {phase}{said}")
+    for cond in pod.get("status", {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("message"):
+            parts.append(f"the scheduler says: {cond['message']}")
+    return "; ".join(parts) or "it was never scheduled"
+
+
+def check(api: Api, namespace: str, now: datetime | None = None, log=print) -> list[str]:
+    """One pass: fail every overdue, unscheduled cell pod of the namespace. Returns their names."""
+    now = now or datetime.now(timezone.utc)
+    pods = api.call("GET", f"/api/v1/namespaces/{namespace}/pods?" + urllib.parse.urlencode(
+        {"labelSelector": SELECTOR, "fieldSelector": "status.phase=Pending"}))
+    failed = []
+    for pod in pods.get("items") or []:
+        late = overdue(pod, now)
+        if late is None:
+            continue
+        name, deadline = pod["metadata"]["name"], pod["spec"]["activeDeadlineSeconds"]
+        message = (f"pvbench: the cell did not start within its deadline of {deadline} s "
+                   f"(volume-timeout plus its fio time): {why_not_started(api, namespace, pod)}")
+        api.call("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                 {"status": {"phase": "Failed", "reason": REASON, "message": message}},
+                 content_type="application/merge-patch+json")
+        log(f"{name}: failed {late:.0f} s past its deadline: {message}")
+        failed.append(name)
+    return failed
+
+
+def run(api: Api, namespace: str, every_s: float, log=print) -> None:
+    log(f"guarding the cell pods of namespace {namespace} every {every_s:g} s")
+    while True:
+        try:
+            check(api, namespace, log=log)
+        except GuardError as exc:  # the API server restarting is no reason to stop guarding
+            log(f"error (retrying): {exc}")
+        time.sleep(every_s)
