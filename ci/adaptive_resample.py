@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How many runs does the adaptive-repetition rule need, against the thesis's fixed 20?
 
-Resamples the raw per-run values of the thesis (shared/reference/thesis-azure-runs.csv:
+Resamples the raw per-run values of the thesis (examples/thesis-azure-runs.csv:
 4 storage solutions × 10 metrics = 40 cells, 20 runs each = 800 runs) and replays the rule of
 pvbench.stats.adaptive on them: draw runs one at a time, stop when the 95% CI half-width of the
 mean is within the target (relative to the mean) and at least min runs were made, or at the cap.
@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CSV = REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"
+DEFAULT_CSV = REPO / "examples" / "thesis-azure-runs.csv"
 
 
 def load_cells(path: Path) -> dict[tuple[str, str], dict[str, list[float]]]:

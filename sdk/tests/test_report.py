@@ -32,7 +32,7 @@ from report_fixture import write_synthetic_results
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
-THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv"))
+THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO / "examples" / "thesis-azure-runs.csv"))
 ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
 BROWSER_JS = TESTS / "report_browser.mjs"
 LIMITS = REPO / "examples" / "limits-azure-p30.yaml"

@@ -1,7 +1,7 @@
 """Import the long CSV format of published per-run tables.
 
 Columns: ``platform, solution, occasion, occasion_start, run, metric, unit, value``
-(the format of shared/reference/thesis-azure-runs.csv). Labels are kept verbatim —
+(the format of examples/thesis-azure-runs.csv). Labels are kept verbatim —
 ``solution`` becomes the storage class, ``metric`` the workload — so a reader finds
 "Portworx / Random read IOPS" exactly as the source names it. Each row becomes one
 result document in the usual key layout, so analytics and the report need nothing special.
