@@ -35,6 +35,7 @@ from pathlib import Path
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+ANN_MEDIUM = "pvbench.io/medium"
 
 
 def log(msg: str) -> None:
@@ -115,7 +116,21 @@ def reclaim(api: Api, classes: dict[str, Path], pv: dict) -> None:
             raise
 
 
-def one_pass(api: Api, name: str, classes: dict[str, Path]) -> None:
+def served_classes(api: Api, name: str, classes: dict[str, Path], media_root: Path | None) -> dict[str, Path]:
+    """The --class mapping, plus every StorageClass of this provisioner that names its medium
+    (annotation pvbench.io/medium, a directory under --media-root): classes made later, as a
+    cluster operator would add or fix one."""
+    served = dict(classes)
+    if media_root is not None:
+        for sc in api.call("GET", "/apis/storage.k8s.io/v1/storageclasses")["items"]:
+            medium = (sc["metadata"].get("annotations") or {}).get(ANN_MEDIUM)
+            if sc.get("provisioner") == name and medium and (media_root / medium).is_dir():
+                served.setdefault(sc["metadata"]["name"], media_root / medium)
+    return served
+
+
+def one_pass(api: Api, name: str, classes: dict[str, Path], media_root: Path | None = None) -> None:
+    classes = served_classes(api, name, classes, media_root)
     pvs = api.call("GET", "/api/v1/persistentvolumes")["items"]
     existing = {pv["metadata"]["name"] for pv in pvs}
     for pv in pvs:
@@ -142,6 +157,7 @@ def main() -> None:
     ap.add_argument("--class", dest="classes", action="append", required=True, metavar="NAME=DIR")
     ap.add_argument("--name", default="pvbench.io/local-media")
     ap.add_argument("--interval", type=float, default=1.0)
+    ap.add_argument("--media-root", type=Path, help="Also serve classes annotated pvbench.io/medium=<dir under it>")
     args = ap.parse_args()
     classes = {}
     for c in args.classes:
@@ -153,7 +169,7 @@ def main() -> None:
     log(f"provisioner {args.name}: {', '.join(f'{k}={v}' for k, v in classes.items())}")
     while True:
         try:
-            one_pass(api, args.name, classes)
+            one_pass(api, args.name, classes, args.media_root)
         except Exception as e:  # keep serving; the API server may be restarting
             log(f"error: {e!r}")
         time.sleep(args.interval)

@@ -661,7 +661,7 @@ provisioner() {
   local args=()
   for sc in "${STORAGE_CLASSES[@]}"; do args+=(--class "$sc=$MEDIA/${sc#pvbench-}"); done
   start provisioner "$PYTHON" -u "$HERE/provisioner.py" --server "$API_SERVER" --ca "$PKI/ca.crt" \
-    --cert "$PKI/admin.crt" --key "$PKI/admin.key" --name "$PROVISIONER_NAME" "${args[@]}"
+    --cert "$PKI/admin.crt" --key "$PKI/admin.key" --name "$PROVISIONER_NAME" --media-root "$MEDIA" "${args[@]}"
 }
 
 healthy() {

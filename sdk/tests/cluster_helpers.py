@@ -220,6 +220,9 @@ def installed_release() -> dict:
     unbindable = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                   "metadata": {"name": UNBINDABLE_CLASS, "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
                   "provisioner": "pvbench.io/nobody-serves-this", "volumeBindingMode": "WaitForFirstConsumer"}
+    current = k.get("storageclass", UNBINDABLE_CLASS, namespace=None)
+    if current and current["provisioner"] != unbindable["provisioner"]:  # fixed by an earlier session
+        k.delete("storageclass", UNBINDABLE_CLASS, namespace=None)
     k.apply(secret, csi_ns, unbindable)
     values = Path(tempfile.mkdtemp(prefix="pvbench-values-")) / "values.yaml"
     values.write_text(yaml.safe_dump(chart_values(minio)))

@@ -23,7 +23,7 @@ from cluster_helpers import CSI_NAMESPACE, NAMESPACE, installed_release, require
 
 pytestmark = [pytest.mark.cluster]
 
-SETTLE_S = 20  # long enough for a (wrong) second run to appear: events reach the Sensor in ~1 s
+SETTLE_S = 8  # long enough for a (wrong) second run to appear: events reach the Sensor in ~1 s
 
 
 def candidate_runs(trigger: str) -> list[dict]:
