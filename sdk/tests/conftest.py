@@ -132,3 +132,15 @@ def thesis_store(tmp_path_factory) -> Path:
                            "--store", str(store)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return store
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cluster_runs_up_front(request):
+    """With cluster tests selected and a node up, start the long benchmark run of test_cluster_run
+    at once: it then runs beside the other cluster tests' runs instead of after them."""
+    if not any(item.get_closest_marker("cluster") for item in request.session.items):
+        return
+    from cluster_helpers import kube_or_none, main_run
+
+    if kube_or_none() is not None:
+        main_run()

@@ -1,4 +1,5 @@
-"""One benchmark run end to end on the real engines, submitted as the Argo UI submits it.
+"""One benchmark run end to end on the real engines, submitted as the Argo UI submits it
+(when the session starts, so that it runs beside test_cluster_failures: cluster_helpers.main_run).
 
 The run is a Workflow that references the chart's WorkflowTemplate (what the UI's Submit
 creates; `pvbench submit` makes the same through argo-server's API, checked at the end). The
@@ -13,49 +14,31 @@ import io
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from cluster_helpers import (
     BUCKET,
+    MAIN_RUN,
+    MAIN_RUN_CLASSES,
     MEDIUM,
     NAMESPACE,
-    QUICK,
     cell_nodes,
     describe,
+    main_run,
     nodes,
     pod_minio,
     require_kube,
     run_pvcs_and_pvs,
-    submit,
     wait_until,
-    wait_workflow,
 )
 from pvbench.results import ResultDocument
 from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-CLASSES = ["pvbench-ext4", "pvbench-tmpfs"]
-PARAMS = {
-    **QUICK,
-    "campaign": "CI-Node",  # upper case on purpose: keys hold its slug
-    "occasion": "adhoc",
-    "storage-classes": json.dumps(CLASSES),
-    "profile": "dbench",
-    "tests": "randread-iops",
-    "repetitions": "2",
-    "seed": "11",
-    "volume-size": "2Gi",  # not the template's literal 1Gi: proves the podSpecPatch
-    # adaptive: every cell has 2 < 5 values, so round 1 asks for a 3rd; at 3 (the cap) round 2 says done
-    "adaptive-target": "0.02",
-    "adaptive-max-repetitions": "3",
-    "role": "candidate",
-    "trigger": "ci",
-    "changed": "StorageClass/pvbench-xfs",
-}
+CLASSES, PARAMS = MAIN_RUN_CLASSES, MAIN_RUN  # started when the session starts (conftest)
 PVBENCH = str(Path(sys.executable).parent / "pvbench")
 
 
@@ -67,26 +50,8 @@ def argo_server_url() -> str:
 
 @pytest.fixture(scope="module")
 def run():
-    k = require_kube()
-    name = submit(PARAMS, generate_name="pvbench-benchmark-")
-    # every PVC the run makes, seen while it runs (they are gone once it has finished)
-    seen: dict[str, dict] = {}
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():
-            for pvc in k.items("pvc", f"pvbench.io/workflow={name}"):
-                seen[pvc["metadata"]["name"]] = pvc
-            done.wait(1)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        wf = wait_workflow(name)
-    finally:
-        done.set()
-        watcher.join()
-    return {"name": name, "wf": wf, "pvcs": seen, "minio": pod_minio()}
+    r = main_run()
+    return {"name": r.name, "wf": r.workflow, "pvcs": r.pvcs, "minio": pod_minio()}
 
 
 def test_the_run_succeeds(run):
