@@ -25,29 +25,29 @@ rows as (
     -- setup
     select campaign, 1 as section_order, 'setup' as section, 10 as item_order,
            'storage class: ' || storage_class as item,
-           'provisioner ' || coalesce(string_agg(distinct provisioner, ', '), 'not recorded')
-             || '; filesystem ' || coalesce(string_agg(distinct filesystem, ', '), 'not recorded')
-             || '; nodes ' || coalesce(string_agg(distinct coalesce(node, host), ', '), 'not recorded') as value
+           'provisioner ' || coalesce(string_agg(distinct provisioner, ', ' order by provisioner), 'not recorded')
+             || '; filesystem ' || coalesce(string_agg(distinct filesystem, ', ' order by filesystem), 'not recorded')
+             || '; nodes ' || coalesce(string_agg(distinct coalesce(node, host), ', ' order by coalesce(node, host)), 'not recorded') as value
     from rr group by campaign, storage_class
     union all
     select campaign, 1, 'setup', 20, 'source of results',
-           string_agg(distinct source, ', ') from rr group by campaign
+           string_agg(distinct source, ', ' order by source) from rr group by campaign
     union all
-    select campaign, 1, 'setup', 21, 'platform (imported)', string_agg(distinct platform, ', ')
+    select campaign, 1, 'setup', 21, 'platform (imported)', string_agg(distinct platform, ', ' order by platform)
     from docs where platform is not null group by campaign
     union all
     select campaign, 1, 'setup', 30, 'versions',
-           'pvbench ' || coalesce(string_agg(distinct pvbench_version, ', '), '?')
-             || '; fio ' || coalesce(string_agg(distinct fio_version, ', '), 'not recorded')
-             || '; kernel ' || coalesce(string_agg(distinct kernel, ', '), 'not recorded')
-             || '; Kubernetes ' || coalesce(string_agg(distinct kubernetes_version, ', '), 'not recorded')
+           'pvbench ' || coalesce(string_agg(distinct pvbench_version, ', ' order by pvbench_version), '?')
+             || '; fio ' || coalesce(string_agg(distinct fio_version, ', ' order by fio_version), 'not recorded')
+             || '; kernel ' || coalesce(string_agg(distinct kernel, ', ' order by kernel), 'not recorded')
+             || '; Kubernetes ' || coalesce(string_agg(distinct kubernetes_version, ', ' order by kubernetes_version), 'not recorded')
     from rr group by campaign
     -- design
     union all
     select campaign, 2, 'design', 10, 'matrix',
            printf('%d storage classes × %d workloads (%s) × %d occasions × %s repetitions',
                   count(distinct storage_class), count(distinct profile || '/' || workload),
-                  string_agg(distinct profile, ', '), count(distinct run || '/' || occasion),
+                  string_agg(distinct profile, ', ' order by profile), count(distinct run || '/' || occasion),
                   (select case when min(reps) = max(reps) then min(reps)::varchar
                                else min(reps) || '–' || max(reps) end from reps r where r.campaign = rr.campaign))
     from rr group by campaign
@@ -58,7 +58,9 @@ rows as (
     from cells group by campaign
     union all
     select campaign, 2, 'design', 30, 'occasions',
-           string_agg(distinct occasion || coalesce(' (' || strftime(started, '%a %Y-%m-%d %H:%M UTC') || ')', ''), '; ')
+           -- one row per occasion already: list them in the order they ran
+           string_agg(occasion || coalesce(' (' || strftime(started, '%a %Y-%m-%d %H:%M UTC') || ')', ''), '; '
+                      order by started nulls last, occasion)
     from (select campaign, occasion, min(started_at) as started from rr group by campaign, occasion)
     group by campaign
     union all
@@ -66,11 +68,11 @@ rows as (
            case when count(cell_order) = 0 then 'not recorded (imported results)'
                 else 'randomized interleaving of all storage classes within each repetition round (order recorded in every result)'
            end
-             || coalesce('; seed ' || (select string_agg(distinct seed, ', ') from docs d where d.campaign = rr.campaign and seed is not null), '')
+             || coalesce('; seed ' || (select string_agg(distinct seed, ', ' order by seed) from docs d where d.campaign = rr.campaign and seed is not null), '')
     from rr group by campaign
     union all
     select campaign, 2, 'design', 50, 'timing',
-           coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576), '; '),
+           coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576), '; ' order by printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576)),
                     'not recorded')
     from docs group by campaign
     -- units
