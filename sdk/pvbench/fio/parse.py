@@ -9,6 +9,7 @@ histogram — percentiles are never averaged.
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 
 from pvbench.results.schema import DirectionMetrics
 
@@ -17,12 +18,37 @@ MIB = 1024 * 1024
 PERCENTILES = {"lat_p50_us": 50.0, "lat_p90_us": 90.0, "lat_p99_us": 99.0, "lat_p999_us": 99.9}
 
 
+def _x87(value: Fraction) -> Fraction:
+    """``value`` rounded as x86-64's ``long double`` does: 64-bit significand, round half to even."""
+    if value == 0:
+        return value
+    sign, mag = (-1, -value) if value < 0 else (1, value)
+    exp = mag.numerator.bit_length() - mag.denominator.bit_length()  # 2**exp <= mag < 2**(exp+2)
+    if mag >= Fraction(2) ** (exp + 1):
+        exp += 1
+    elif mag < Fraction(2) ** exp:
+        exp -= 1
+    scale = Fraction(2) ** (exp - 63)  # mag / scale in [2**63, 2**64)
+    return sign * round(mag / scale) * scale  # round(): half to even
+
+
+def fio_percentile_threshold(nr: int, pct: float) -> Fraction:
+    """fio's threshold, exactly: ``(long double) pct / 100.0 * nr`` (stat.c, calc_clat_percentiles).
+
+    fio compares the cumulative count against this in ``long double``, which on x86-64 is the x87
+    80-bit format; each of the two operations is rounded to it here. Double arithmetic
+    (``nr * pct / 100``) rounds differently: for pct 99.9 and nr a multiple of 1000 it lands on
+    exactly 0.999·nr, where fio's threshold is just above it, so p99.9 came out one bucket low.
+    """
+    return _x87(_x87(Fraction(pct) / 100) * nr)
+
+
 def percentile_from_bins(bins: dict[int, int], pct: float) -> float | None:
     """fio's own rule: the first histogram bucket whose cumulative count reaches pct% of all samples."""
     total = sum(bins.values())
     if total == 0:
         return None
-    threshold = total * pct / 100.0
+    threshold = fio_percentile_threshold(total, pct)
     running = 0
     for value in sorted(bins):
         running += bins[value]
