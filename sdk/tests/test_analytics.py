@@ -69,8 +69,15 @@ def test_summary_statistics_match_scipy(thesis_store):
     assert cv == pytest.approx(values.std(ddof=1) / values.mean())
     assert (median, q1, q3) == pytest.approx(tuple(np.percentile(values, [50, 25, 75])))
     assert (lo, hi) == (values.min(), values.max())
-    expected = stats.t.interval(0.95, n - 1, loc=values.mean(), scale=stats.sem(values))
+    # the CI stands on the 4 occasion means (k − 1 = 3 degrees of freedom), not on 20 values
+    occasion_means = np.array([m for (m,) in con.execute(
+        "select avg(value) from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS' "
+        "group by run, occasion").fetchall()])
+    assert len(occasion_means) == 4
+    expected = stats.t.interval(0.95, 3, loc=occasion_means.mean(), scale=stats.sem(occasion_means))
     assert (ci_lo, ci_hi) == pytest.approx(expected, rel=1e-6)
+    assert con.execute("select ci_basis from summary where storage_class = 'OpenEBS' "
+                       "and workload = 'Random read IOPS'").fetchone()[0] == "4 occasions"
 
 
 def test_raw_layer_schema_matches_the_pydantic_model():

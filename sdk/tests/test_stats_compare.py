@@ -1,4 +1,5 @@
-"""Comparisons give known answers on synthetic data: false-positive rate, power, direction, Holm."""
+"""Comparisons give known answers on synthetic data: false-positive rate, power, direction, Holm,
+occasions as the unit of inference (the calibrated rates: test_stats_calibration.py)."""
 
 import math
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 
 from pvbench.stats.compare import (
-    BETTER, SAME, WORSE, CompareSettings, cliffs_delta, compare_many, compare_samples, decide, hodges_lehmann, holm,
-    mann_whitney_p,
+    BETTER, SAME, WITHHELD, WORSE, CompareSettings, cliffs_delta, compare_many, compare_samples, decide,
+    hodges_lehmann, holm,
 )
 
 TRIALS = 1000
@@ -35,7 +36,7 @@ def _verdicts(rng, trials, n, shift, cv, better="higher", metrics=1, settings=Co
 def test_identical_distributions_false_positive_rate_at_most_alpha():
     """The test alone (no minimum change): a verdict other than 'no difference' at most α of the time."""
     rng = np.random.default_rng(1)
-    settings = CompareSettings(alpha=ALPHA, min_change=0.0, n_boot=200)
+    settings = CompareSettings(alpha=ALPHA, min_change=0.0)
     runs = _verdicts(rng, TRIALS, n=10, shift=0.0, cv=0.05, settings=settings)
     rate = sum(v[0] != SAME for v in runs) / TRIALS
     assert rate <= ALPHA + _slack(ALPHA, TRIALS), rate
@@ -45,7 +46,7 @@ def test_identical_distributions_false_positive_rate_at_most_alpha():
 def test_identical_distributions_holm_keeps_family_wise_rate():
     """Five metrics per comparison: the chance of ANY false verdict stays at or below α (Holm)."""
     rng = np.random.default_rng(2)
-    settings = CompareSettings(alpha=ALPHA, min_change=0.0, n_boot=200)
+    settings = CompareSettings(alpha=ALPHA, min_change=0.0)
     runs = _verdicts(rng, 400, n=10, shift=0.0, cv=0.05, metrics=5, settings=settings)
     family_rate = sum(any(v != SAME for v in family) for family in runs) / len(runs)
     assert family_rate <= ALPHA + _slack(ALPHA, len(runs)), family_rate
@@ -54,7 +55,7 @@ def test_identical_distributions_holm_keeps_family_wise_rate():
 def test_identical_distributions_with_default_settings_and_five_reps():
     """Defaults (5% smallest meaningful change), 5 reps a side, 5% noise: still at most α."""
     rng = np.random.default_rng(3)
-    runs = _verdicts(rng, TRIALS, n=5, shift=0.0, cv=0.05, settings=CompareSettings(n_boot=200))
+    runs = _verdicts(rng, TRIALS, n=5, shift=0.0, cv=0.05, settings=CompareSettings())
     rate = sum(v[0] != SAME for v in runs) / TRIALS
     assert rate <= ALPHA + _slack(ALPHA, TRIALS), rate
 
@@ -67,7 +68,7 @@ def test_identical_distributions_with_default_settings_and_five_reps():
 ])
 def test_ten_percent_shift_with_low_noise_is_detected_in_the_right_direction(better, shift, expected):
     rng = np.random.default_rng(4)
-    runs = _verdicts(rng, 200, n=5, shift=shift, cv=0.02, better=better, settings=CompareSettings(n_boot=500))
+    runs = _verdicts(rng, 200, n=5, shift=shift, cv=0.02, better=better, settings=CompareSettings())
     assert all(v[0] == expected for v in runs), sum(v[0] == expected for v in runs)
 
 
@@ -85,7 +86,7 @@ def test_confidence_intervals_cover_the_true_change():
     rng = np.random.default_rng(6)
     base = rng.normal(100, 5, 30)
     cand = rng.normal(120, 5, 30)
-    comp = compare_samples(base, cand, "higher", CompareSettings(n_boot=2000))
+    comp = compare_samples(base, cand, "higher", CompareSettings())
     assert comp.diff_ci_low < 20 < comp.diff_ci_high
     assert comp.ratio_ci_low < 1.2 < comp.ratio_ci_high
     assert comp.diff_ci_low < comp.diff < comp.diff_ci_high
@@ -113,16 +114,62 @@ def test_effect_sizes_known_values():
     assert hodges_lehmann(b, c) == 3.0
 
 
-def test_mann_whitney_small_tied_samples_use_exact_permutations():
-    # complete separation of 5 vs 5: 2 of the 252 splits are as extreme → p = 2/252
-    p = mann_whitney_p(np.array([1.0, 1, 2, 2, 2]), np.array([3.0, 3, 3, 4, 4]))
-    assert p == pytest.approx(2 / 252)
-    assert mann_whitney_p(np.array([5.0, 5, 5]), np.array([5.0, 5, 5])) == 1.0
+def test_direction_and_significance_come_from_one_estimate():
+    # the issue's case: baseline 1000…1090; candidate 1100…1170 plus two stalls at 50. Mann–Whitney
+    # said p = 0.026 while the mean said −12%, and the verdict read "worse". Now the one estimate
+    # (log scale) decides both: the stalls make it uncertain, so no verdict either way.
+    base = list(range(1000, 1091, 10))
+    cand = list(range(1100, 1171, 10)) + [50, 50]
+    [comp] = compare_many([({}, "higher", base, cand)])
+    assert comp.verdict == SAME
+    assert comp.ratio_ci_low < 1 < comp.ratio_ci_high
+    # without the stalls it is clearly better, and the interval agrees with the verdict
+    [comp] = compare_many([({}, "higher", base, list(range(1100, 1171, 10)))])
+    assert comp.verdict == BETTER and comp.ratio_ci_low > 1 and comp.change > 0
+
+
+def test_repetitions_of_one_occasion_are_not_independent_samples():
+    # 5 tight repetitions per side, one occasion each: 20% apart, yet nothing says how much two
+    # days differ — withheld, with the reason
+    base, cand = [[1000, 1001, 999, 1000, 1002]], [[800, 801, 799, 800, 802]]
+    [comp] = compare_many([({}, "higher", base, cand)])
+    assert comp.verdict == WITHHELD and "day-to-day variation unknown" in comp.reason
+    assert comp.change == pytest.approx(-0.2, abs=0.001) and math.isnan(comp.p_holm)
+    # the class's history says occasions differ by ~1%: now a 20% drop is clearly worse
+    history = [[1000, 1002], [1010, 1011], [990, 991], [1005, 1004]]
+    [comp] = compare_many([({}, "higher", base, cand, history)])
+    assert comp.verdict == WORSE and "4 other occasions" in comp.method
+    # the history says occasions differ by ~30%: a 20% drop is within a normal day's variation
+    history = [[1000], [1300], [700], [1200], [850]]
+    [comp] = compare_many([({}, "higher", base, cand, history)])
+    assert comp.verdict == SAME
+
+
+def test_one_candidate_run_against_a_baseline_history():
+    rng = np.random.default_rng(8)
+    base = [rng.normal(1000 + rng.normal(0, 30), 20, 3) for _ in range(8)]  # 8 occasions × 3
+    [same] = compare_many([({}, "higher", base, [rng.normal(1000, 20, 3)])])
+    [worse] = compare_many([({}, "higher", base, [rng.normal(800, 20, 3)])])
+    assert same.verdict == SAME and worse.verdict == WORSE
+    assert worse.occasions_baseline == 8 and worse.occasions_candidate == 1 and worse.df == 7
+    assert "the baseline's 8 occasions" in worse.method
+
+
+def test_too_few_occasions_withhold_with_the_reason():
+    two = [[1000, 1001], [1010, 1012]]
+    [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])])  # 2 + 2 occasions: 2 df
+    assert comp.verdict == WITHHELD and "too uncertain" in comp.reason
+    [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])], CompareSettings(min_df=2))
+    assert comp.verdict == WORSE and "Welch" in comp.method
+    # a withheld metric is not part of the Holm family
+    comps = compare_many([({}, "higher", [[1.0, 1.1]], [[2.0, 2.1]]),
+                          ({}, "higher", [1000, 1001, 999, 1000, 1002], [800, 801, 799, 800, 802])])
+    assert [c.verdict for c in comps] == [WITHHELD, WORSE]
+    assert comps[1].p_holm == comps[1].p_value
 
 
 def test_zero_baseline_has_no_ratio_but_a_verdict():
-    [comp] = compare_many([({}, "lower", [0.0, 0.0, 0.0, 0.0, 0.0], [9.0, 9.5, 10.0, 9.7, 9.9])],
-                          CompareSettings(n_boot=200))
+    [comp] = compare_many([({}, "lower", [0.0, 0.0, 0.0, 0.0, 0.0], [9.0, 9.5, 10.0, 9.7, 9.9])])
     assert math.isnan(comp.ratio)
     assert comp.verdict == WORSE  # latency rose from zero: significant, and any rise from zero is meaningful
 
@@ -130,6 +177,8 @@ def test_zero_baseline_has_no_ratio_but_a_verdict():
 def test_invalid_input_is_refused():
     with pytest.raises(ValueError):
         compare_samples([1.0], [2.0, 3.0])
+    with pytest.raises(ValueError):
+        compare_samples([[1.0]], [[2.0, 3.0]])
     with pytest.raises(ValueError):
         compare_samples([1.0, 2.0], [2.0, 3.0], better="up")
     with pytest.raises(ValueError):

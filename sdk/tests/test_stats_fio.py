@@ -70,9 +70,12 @@ def shm_dir(tmp_path):
 
 
 def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bin):
-    fast = _config(tmp_path, "fast", shm_dir, read=4000, write=2000)
+    # three occasions per run: comparisons judge occasion means, and need to know how much
+    # occasions differ (a single occasion per side is withheld: checked at the end)
+    occasions = {"occasions": ["a", "b", "c"], "repetitions": 2}
+    fast = _config(tmp_path, "fast", shm_dir, read=4000, write=2000, **occasions)
     slow_dir = tmp_path / "disk"
-    slow = _config(tmp_path, "slow", slow_dir, read=2000, write=1000)
+    slow = _config(tmp_path, "slow", slow_dir, read=2000, write=1000, **occasions)
     _run(fast, "tmpfs-1")
     _run(fast, "tmpfs-2")
     _run(slow, "disk-throttled")
@@ -81,7 +84,9 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
     assert same.returncode == 0, same.stderr
     rows = json.loads(same.stdout)
     assert {(r["workload"], r["direction"]) for r in rows} == {("randread", "read"), ("randwrite", "write")}
-    assert all(r["verdict"] == "no meaningful difference" and r["n_baseline"] == 5 for r in rows), rows
+    assert all(r["verdict"] == "no meaningful difference" and r["n_baseline"] == 6 for r in rows), rows
+    assert all(r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "Welch" in r["method"]
+               for r in rows), rows
     # a busy runner can make one 1-second cell of five lose ~20 %: the verdict must not budge
     assert all(abs(r["change"]) < 0.10 for r in rows)
 
@@ -100,6 +105,18 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
     better = _compare(tmp_path, "disk-throttled", "tmpfs-2")
     assert better.returncode == 0, better.stderr
     assert {r["verdict"] for r in json.loads(better.stdout)} == {"better"}
+
+    # one occasion against one: the earlier runs (tmpfs-1's other occasions, tmpfs-2) tell how
+    # much occasions differ, so the 50% drop is judged…
+    one = _compare(tmp_path, "run=tmpfs-2,occasion=a", "run=disk-throttled,occasion=a")
+    assert one.returncode == 1, one.stderr
+    rows = json.loads(one.stdout)
+    assert all(r["verdict"] == "worse" and r["history_occasions"] == 5 for r in rows), rows
+    # …but the first run has no history: withheld, saying why, and the gate does not fail
+    alone = _compare(tmp_path, "run=tmpfs-1,occasion=a", "run=tmpfs-1,occasion=b")
+    assert alone.returncode == 0, alone.stderr
+    assert {r["verdict"] for r in json.loads(alone.stdout)} == {"withheld"}
+    assert "day-to-day variation unknown" in " ".join(alone.stderr.split())
 
 
 def test_adaptive_repetitions_stop_when_precise_and_at_the_cap(tmp_path, shm_dir, fio_bin):

@@ -1,4 +1,5 @@
--- summary_by_run: as summary, but per run (baseline vs candidate comparisons look here).
+-- summary_by_run: as summary, but per run; its 95% CI is built the same way (from the run's
+-- occasion means once the run has ≥ 2 occasions; see summary.sql).
 with stats as (
     select
         campaign, run, storage_class, profile, workload,
@@ -16,11 +17,29 @@ with stats as (
         min(started_at) as first_started_at
     from measurements
     group by campaign, run, storage_class, profile, workload, direction, metric
-)
+),
+occasion_means as (
+    select campaign, run, storage_class, profile, workload, direction, metric, occasion, avg(value) as occasion_mean
+    from measurements
+    group by all
+),
+between_occasions as (
+    select campaign, run, storage_class, profile, workload, direction, metric,
+           avg(occasion_mean) as mean_of_occasions, stddev_samp(occasion_mean) as sd_of_occasion_means
+    from occasion_means
+    group by all
+),
+max_df as (select max(df) as df from t_critical)
 select
     s.*,
     s.sd / nullif(s.mean, 0) as cv,
-    s.mean - t.t975 * s.sd / sqrt(s.n) as ci95_low,
-    s.mean + t.t975 * s.sd / sqrt(s.n) as ci95_high
+    case when s.n_occasions >= 2 then b.mean_of_occasions - tk.t975 * b.sd_of_occasion_means / sqrt(s.n_occasions)
+         else s.mean - tn.t975 * s.sd / sqrt(s.n) end as ci95_low,
+    case when s.n_occasions >= 2 then b.mean_of_occasions + tk.t975 * b.sd_of_occasion_means / sqrt(s.n_occasions)
+         else s.mean + tn.t975 * s.sd / sqrt(s.n) end as ci95_high,
+    case when s.n_occasions >= 2 then printf('%d occasions', s.n_occasions)
+         else '1 occasion: repetitions only, day-to-day variation not included' end as ci_basis
 from stats s
-left join t_critical t on t.df = least(s.n - 1, (select max(df) from t_critical))
+join between_occasions b using (campaign, run, storage_class, profile, workload, direction, metric)
+left join t_critical tn on tn.df = least(s.n - 1, (select df from max_df))
+left join t_critical tk on tk.df = least(s.n_occasions - 1, (select df from max_df))

@@ -1,7 +1,7 @@
 -- report_overview: each workload's headline metric per storage class, ranked (1 = best).
 select
     campaign, storage_class, profile, workload, workload_title, direction, metric, unit,
-    n, mean, sd, cv, median, q1, q3, min, max, ci95_low, ci95_high, better,
+    n, mean, sd, cv, median, q1, q3, min, max, ci95_low, ci95_high, ci_basis, n_occasions, better,
     rank() over (
         partition by campaign, profile, workload, direction, metric
         order by case when better = 'higher' then -mean else mean end

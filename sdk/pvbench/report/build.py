@@ -35,7 +35,7 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
         "n": "BIGINT", "mean": "DOUBLE", "sd": "DOUBLE", "cv": "DOUBLE", "median": "DOUBLE", "q1": "DOUBLE",
         "q3": "DOUBLE", "min": "DOUBLE", "max": "DOUBLE", "ci95_low": "DOUBLE", "ci95_high": "DOUBLE",
-        "better": "VARCHAR", "rank": "BIGINT", "mean_pm_sd": "VARCHAR",
+        "ci_basis": "VARCHAR", "n_occasions": "BIGINT", "better": "VARCHAR", "rank": "BIGINT", "mean_pm_sd": "VARCHAR",
     },
     "report_boxplot": {
         "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",

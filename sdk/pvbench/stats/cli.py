@@ -80,8 +80,6 @@ def compare_command(
     min_change: Annotated[Optional[float], typer.Option(
         help="Smallest meaningful change of the mean, relative (0.05 = 5%); default from stats_settings")] = None,
     alpha: Annotated[Optional[float], typer.Option(help="Family-wise error rate after Holm (default 0.05)")] = None,
-    n_boot: Annotated[Optional[int], typer.Option(help="Bootstrap resamples per metric")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap (same input, same CIs)")] = 20230421,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict rows as JSON on stdout")] = False,
     out: Annotated[Optional[Path], typer.Option(help="Also write the rows to a .parquet, .csv or .json file")] = None,
     fail_on: Annotated[str, typer.Option(help="Exit 1 on: worse (a significant, meaningful regression) or never")]
@@ -89,9 +87,11 @@ def compare_command(
 ) -> None:
     """Compare two runs, storage classes, roles or campaigns; exit 1 if the candidate is significantly worse.
 
-    Per metric: difference and ratio of means with 95% bootstrap CIs, Mann–Whitney U p-value
-    (Holm-corrected across the metrics compared), Cliff's delta, and a verdict that knows which
-    way is better. Examples:
+    Per metric, on the means of each occasion (run × occasion; repetitions inside one occasion are
+    not independent): the ratio candidate ÷ baseline with its t confidence interval, its p-value
+    (Holm-corrected across the metrics compared), and a verdict that knows which way is better.
+    A side on one occasion borrows the day-to-day variation of the other side or of the class's
+    other runs in the campaign; with none known the verdict is withheld, saying why. Examples:
 
       pvbench compare local-a local-b --store DIR --campaign demo
 
@@ -102,7 +102,7 @@ def compare_command(
     from dataclasses import replace
 
     from pvbench.analytics import AnalyticsError
-    from pvbench.stats.compare import BETTER, WORSE, describe
+    from pvbench.stats.compare import BETTER, WITHHELD, WORSE, describe
     from pvbench.stats.sides import Side, SideError, compare_sides
     from pvbench.stats.tables import default_settings
     from pvbench.store import open_store
@@ -112,9 +112,8 @@ def compare_command(
         fail(f"--fail-on must be 'worse' or 'never', not {fail_on!r}")
     try:
         settings = default_settings()
-        settings = replace(settings, seed=seed,
-                           **{k: v for k, v in (("min_change", min_change), ("alpha", alpha), ("n_boot", n_boot))
-                              if v is not None})
+        settings = replace(settings, **{k: v for k, v in (("min_change", min_change), ("alpha", alpha))
+                                        if v is not None})
         base, cand = Side.parse(baseline, campaign), Side.parse(candidate, campaign)
         result = compare_sides(open_store(store), base, cand, metrics, settings)
     except (SideError, ValueError, AnalyticsError, StoreError) as exc:
@@ -139,7 +138,7 @@ def compare_command(
         headers = (["storage class"] if per_class else []) + ["workload", "dir"] + (["metric"] if show_metric else [])
         for col in headers:
             table.add_column(col)
-        for col in ("baseline mean±sd (n)", "candidate", "change [95% CI]", "p Holm", "Cliff δ"):
+        for col in ("baseline mean±sd (n, occasions)", "candidate", "change [95% CI]", "p Holm"):
             table.add_column(col, justify="right")
         table.add_column("verdict")
         for comp, row in zip(result.comparisons, rows):
@@ -147,18 +146,24 @@ def compare_command(
             cells += [str(row["workload_title"] or row["workload"]), row["direction"]]
             cells += [row["metric"]] if show_metric else []
             cells += [
-                f"{_num(comp.mean_baseline)}±{_num(comp.sd_baseline)} {row['unit']} ({comp.n_baseline})",
-                f"{_num(comp.mean_candidate)}±{_num(comp.sd_candidate)} ({comp.n_candidate})",
+                f"{_num(comp.mean_baseline)}±{_num(comp.sd_baseline)} {row['unit']} "
+                f"({comp.n_baseline}, {comp.occasions_baseline})",
+                f"{_num(comp.mean_candidate)}±{_num(comp.sd_candidate)} ({comp.n_candidate}, {comp.occasions_candidate})",
                 f"{_pct(comp.change)} [{_pct(comp.ratio_ci_low - 1)}, {_pct(comp.ratio_ci_high - 1)}]",
-                f"{comp.p_holm:.2g}", f"{comp.cliffs_delta:+.2f}", _verdict_style(comp.verdict),
+                "—" if comp.reason else f"{comp.p_holm:.2g}", _verdict_style(comp.verdict),
             ]
             table.add_row(*cells)
         Console().print(table)
     worse = [c for c in result.comparisons if c.verdict == WORSE]
     better = [c for c in result.comparisons if c.verdict == BETTER]
-    _err.print(f"{len(worse)} worse, {len(better)} better, {len(result.comparisons) - len(worse) - len(better)} "
-               f"no meaningful difference — Holm across {len(result.comparisons)} metric(s), "
-               f"α = {settings.alpha:g}, smallest meaningful change {settings.min_change:.0%}")
+    withheld = [c for c in result.comparisons if c.verdict == WITHHELD]
+    judged = len(result.comparisons) - len(withheld)
+    _err.print(f"{len(worse)} worse, {len(better)} better, {judged - len(worse) - len(better)} "
+               f"no meaningful difference — Holm across {judged} metric(s), "
+               f"α = {settings.alpha:g}, smallest meaningful change {settings.min_change:.0%}"
+               + (f"; {len(withheld)} withheld" if withheld else ""))
+    for reason in sorted({c.reason for c in withheld}):
+        _err.print(f"[yellow]withheld[/]: {reason}")
     for label, keys in (("only in the baseline", result.only_baseline),
                         ("only in the candidate", result.only_candidate), ("fewer than 2 values", result.too_few)):
         if keys:

@@ -76,8 +76,8 @@ def load_measurements(store, side: Side, cache: dict | None = None) -> list[dict
     key = (side.campaign, side.run)
     if key not in cache:
         con = build_tables(store, side.campaign, side.run, extras=False)
-        cursor = con.execute(f"select {', '.join(MEASUREMENT_COLUMNS)} from measurements")
-        cache[key] = [dict(zip(MEASUREMENT_COLUMNS, row)) for row in cursor.fetchall()]
+        cursor = con.execute(f"select {', '.join(MEASUREMENT_COLUMNS)}, epoch(started_at) from measurements")
+        cache[key] = [dict(zip(MEASUREMENT_COLUMNS + ("started_at",), row)) for row in cursor.fetchall()]
     return [row for row in cache[key] if side.matches(row)]
 
 
@@ -116,10 +116,11 @@ class SideComparison:
 
 
 def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
-    groups: dict[tuple, dict] = defaultdict(lambda: {"values": []})
+    """Rows grouped by the match keys, and inside each group by occasion (run × occasion)."""
+    groups: dict[tuple, dict] = defaultdict(lambda: {"occasions": defaultdict(list)})
     for row in rows:
         g = groups[tuple(row[k] for k in keys)]
-        g["values"].append(float(row["value"]))
+        g["occasions"][(row["run"], row["occasion"])].append(float(row["value"]))
         g.update(better=row["better"], unit=row["unit"], workload_title=row["workload_title"],
                  storage_class=row["storage_class"])
     return groups
@@ -127,19 +128,28 @@ def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
 
 def compare_groups(base_rows: list[dict], cand_rows: list[dict], keys: tuple[str, ...],
                    settings: CompareSettings, baseline: Side, candidate: Side,
-                   min_n: int = 2) -> SideComparison:
+                   min_n: int = 2, history_rows: list[dict] | None = None) -> SideComparison:
+    """Compare metric by metric. ``history_rows``: other results of the same classes (neither
+    side's occasions), which tell how much occasions differ when a side has only one."""
     base, cand = group_values(base_rows, keys), group_values(cand_rows, keys)
-    todo, too_few = [], []
+    history = group_values(history_rows or [], keys) if "storage_class" in keys else {}
+    todo, runs, too_few = [], [], []
     for key in sorted(set(base) & set(cand), key=lambda k: tuple(str(x) for x in k)):
         b, c = base[key], cand[key]
-        if len(b["values"]) < min_n or len(c["values"]) < min_n:
+        if sum(map(len, b["occasions"].values())) < min_n or sum(map(len, c["occasions"].values())) < min_n:
             too_few.append(key)
             continue
         label = dict(zip(keys, key))
         label.update(unit=b["unit"], workload_title=b["workload_title"],
                      baseline_storage_class=b["storage_class"], candidate_storage_class=c["storage_class"])
-        todo.append((label, b["better"], b["values"], c["values"]))
+        sides = set(b["occasions"]) | set(c["occasions"])
+        past = [v for occ, v in history[key]["occasions"].items() if occ not in sides] if key in history else []
+        todo.append((label, b["better"], list(b["occasions"].values()), list(c["occasions"].values()), past))
+        runs.append({"runs_baseline": len({run for run, _ in b["occasions"]}),
+                     "runs_candidate": len({run for run, _ in c["occasions"]})})
     comps = compare_many(todo, settings) if todo else []
+    for comp, counts in zip(comps, runs):
+        comp.extra.update(counts)
     return SideComparison(baseline, candidate, comps,
                           only_baseline=sorted(set(base) - set(cand), key=str),
                           only_candidate=sorted(set(cand) - set(base), key=str), too_few=too_few)
@@ -149,10 +159,21 @@ def compare_sides(store, baseline: Side, candidate: Side, metrics: str = "headli
                   settings: CompareSettings = CompareSettings()) -> SideComparison:
     keys = match_keys(baseline, candidate)
     cache: dict = {}
-    base_rows = select_metrics(load_measurements(store, baseline, cache), metrics)
-    cand_rows = select_metrics(load_measurements(store, candidate, cache), metrics)
+    history: list[dict] = []
+    if baseline.campaign == candidate.campaign and "storage_class" in keys:
+        # one campaign: read it once. The classes' history is what neither side selects and ran
+        # before the candidate: it tells how much occasions differ when a side has only one.
+        everything = select_metrics(load_measurements(store, Side(baseline.campaign), cache), metrics)
+        base_rows = [r for r in everything if baseline.matches(r)]
+        cand_rows = [r for r in everything if candidate.matches(r)]
+        starts = [r["started_at"] for r in cand_rows if r["started_at"] is not None]
+        history = [r for r in everything if not baseline.matches(r) and not candidate.matches(r)
+                   and starts and r["started_at"] is not None and r["started_at"] < min(starts)]
+    else:
+        base_rows = select_metrics(load_measurements(store, baseline, cache), metrics)
+        cand_rows = select_metrics(load_measurements(store, candidate, cache), metrics)
     if not base_rows:
         raise SideError(f"baseline ({baseline.describe()}) selects no measurements")
     if not cand_rows:
         raise SideError(f"candidate ({candidate.describe()}) selects no measurements")
-    return compare_groups(base_rows, cand_rows, keys, settings, baseline, candidate)
+    return compare_groups(base_rows, cand_rows, keys, settings, baseline, candidate, history_rows=history)

@@ -3,15 +3,18 @@
 Three kinds of comparison, each a family of its own for Holm's correction:
 
 * ``storage_class`` — every pair of storage classes of a campaign, workload by workload
-  (headline metrics, all runs and occasions pooled, as the summaries pool them);
-  the candidate is the class later in alphabetical order;
+  (headline metrics, over all runs and occasions); the candidate is the class later in
+  alphabetical order;
 * ``role`` — per storage class, results labelled role=candidate against role=baseline
   (e.g. before/after an upgrade that Argo Events triggered);
 * ``run`` — per storage class, a campaign's latest run against the run before it
   (ordered by when they started): "did the last run get slower?".
 
-Settings (alpha, smallest meaningful change, bootstrap size) come from the stats_settings seed,
-so the report and ``pvbench compare`` judge alike.
+Every comparison works on occasion means (pvbench.stats.compare); for ``role`` and ``run`` the
+class's other occasions in the campaign (neither side's) are its history, which tells how much
+occasions differ when a side ran on one occasion only. Settings (alpha, smallest meaningful
+change, confidence) come from the stats_settings seed, so the report and ``pvbench compare``
+judge alike.
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ COLUMNS = [
     ("profile", "varchar"), ("workload", "varchar"), ("workload_title", "varchar"),
     ("direction", "varchar"), ("metric", "varchar"), ("unit", "varchar"), ("better", "varchar"),
     ("n_baseline", "integer"), ("n_candidate", "integer"),
+    ("occasions_baseline", "integer"), ("occasions_candidate", "integer"),
+    ("runs_baseline", "integer"), ("runs_candidate", "integer"), ("history_occasions", "integer"),
     ("mean_baseline", "double"), ("mean_candidate", "double"), ("sd_baseline", "double"), ("sd_candidate", "double"),
     ("median_baseline", "double"), ("median_candidate", "double"),
     ("diff", "double"), ("diff_ci_low", "double"), ("diff_ci_high", "double"),
     ("ratio", "double"), ("ratio_ci_low", "double"), ("ratio_ci_high", "double"),
     ("change", "double"), ("change_ci_low", "double"), ("change_ci_high", "double"),
-    ("p_value", "double"), ("p_holm", "double"), ("cliffs_delta", "double"), ("hl_shift", "double"),
+    ("p_value", "double"), ("p_holm", "double"), ("df", "double"), ("method", "varchar"), ("reason", "varchar"),
+    ("cliffs_delta", "double"), ("hl_shift", "double"),
     ("significant", "boolean"), ("meaningful", "boolean"), ("equivalent", "boolean"),
     ("verdict", "varchar"), ("alpha", "double"), ("min_change", "double"), ("summary", "varchar"),
 ]
@@ -50,7 +56,6 @@ def settings_from(con) -> CompareSettings:
         alpha=float(values.get("compare_alpha", d.alpha)),
         min_change=float(values.get("compare_min_change", d.min_change)),
         confidence=float(values.get("compare_confidence", d.confidence)),
-        n_boot=int(values.get("compare_n_boot", d.n_boot)),
     )
 
 
@@ -61,7 +66,8 @@ def _rows(con) -> list[dict]:
 
 
 def comparison_families(rows: list[dict]):
-    """Yield (kind, campaign, baseline label, candidate label, storage class or None, base rows, cand rows)."""
+    """Yield (kind, campaign, baseline label, candidate label, storage class or None, base rows, cand rows,
+    history rows: the class's results on neither side)."""
     by_campaign: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_campaign[row["campaign"]].append(row)
@@ -70,13 +76,15 @@ def comparison_families(rows: list[dict]):
         for row in crows:
             by_class[row["storage_class"]].append(row)
         for a, b in combinations(sorted(by_class), 2):
-            yield "storage_class", campaign, a, b, None, by_class[a], by_class[b]
+            yield "storage_class", campaign, a, b, None, by_class[a], by_class[b], []
         for sc, srows in sorted(by_class.items()):
             roles = defaultdict(list)
             for row in srows:
                 roles[row["role"]].append(row)
             if roles.get("baseline") and roles.get("candidate"):
-                yield "role", campaign, "role=baseline", "role=candidate", sc, roles["baseline"], roles["candidate"]
+                others = [r for role, rs in roles.items() if role not in ("baseline", "candidate") for r in rs]
+                yield ("role", campaign, "role=baseline", "role=candidate", sc, roles["baseline"], roles["candidate"],
+                       others)
             runs: dict[str, list[dict]] = defaultdict(list)
             for row in srows:
                 runs[row["run"]].append(row)
@@ -86,14 +94,16 @@ def comparison_families(rows: list[dict]):
                     return (min(times) if times else None) is None, min(times) if times else None, run
                 ordered = sorted(runs, key=started)
                 prev, last = ordered[-2], ordered[-1]
-                yield "run", campaign, f"run={prev}", f"run={last}", sc, runs[prev], runs[last]
+                earlier = [r for run in ordered[:-2] for r in runs[run]]
+                yield "run", campaign, f"run={prev}", f"run={last}", sc, runs[prev], runs[last], earlier
 
 
 def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[dict]:
     out = []
     keys = ("profile", "workload", "direction", "metric")
-    for kind, campaign, base_label, cand_label, sc, base_rows, cand_rows in comparison_families(rows):
-        result = compare_groups(base_rows, cand_rows, keys, settings, Side(campaign), Side(campaign))
+    for kind, campaign, base_label, cand_label, sc, base_rows, cand_rows, history in comparison_families(rows):
+        result = compare_groups(base_rows, cand_rows, keys if sc is None else ("storage_class",) + keys, settings,
+                                Side(campaign), Side(campaign), history_rows=history)
         for comp in result.comparisons:
             row = comp.as_row()
             row.update(kind=kind, campaign=campaign, baseline=base_label, candidate=cand_label, storage_class=sc,
@@ -141,7 +151,6 @@ def default_settings() -> CompareSettings:
         alpha=values.get("compare_alpha", d.alpha),
         min_change=values.get("compare_min_change", d.min_change),
         confidence=values.get("compare_confidence", d.confidence),
-        n_boot=int(values.get("compare_n_boot", d.n_boot)),
     )
 
 
@@ -153,12 +162,15 @@ STATS_REPORT_TABLES: dict[str, dict[str, str]] = {
         "storage_class": "VARCHAR", "baseline_storage_class": "VARCHAR", "candidate_storage_class": "VARCHAR",
         "profile": "VARCHAR", "workload": "VARCHAR", "workload_title": "VARCHAR", "direction": "VARCHAR",
         "metric": "VARCHAR", "unit": "VARCHAR", "better": "VARCHAR", "n_baseline": "INTEGER",
-        "n_candidate": "INTEGER", "mean_baseline": "DOUBLE", "mean_candidate": "DOUBLE",
+        "n_candidate": "INTEGER", "occasions_baseline": "INTEGER", "occasions_candidate": "INTEGER",
+        "runs_baseline": "INTEGER", "runs_candidate": "INTEGER", "history_occasions": "INTEGER",
+        "mean_baseline": "DOUBLE", "mean_candidate": "DOUBLE",
         "sd_baseline": "DOUBLE", "sd_candidate": "DOUBLE", "median_baseline": "DOUBLE",
         "median_candidate": "DOUBLE", "diff": "DOUBLE", "diff_ci_low": "DOUBLE", "diff_ci_high": "DOUBLE",
         "ratio": "DOUBLE", "ratio_ci_low": "DOUBLE", "ratio_ci_high": "DOUBLE", "change": "DOUBLE",
         "change_ci_low": "DOUBLE", "change_ci_high": "DOUBLE", "p_value": "DOUBLE", "p_holm": "DOUBLE",
-        "cliffs_delta": "DOUBLE", "hl_shift": "DOUBLE", "significant": "BOOLEAN", "meaningful": "BOOLEAN",
+        "df": "DOUBLE", "method": "VARCHAR", "reason": "VARCHAR", "cliffs_delta": "DOUBLE", "hl_shift": "DOUBLE",
+        "significant": "BOOLEAN", "meaningful": "BOOLEAN",
         "equivalent": "BOOLEAN", "verdict": "VARCHAR", "alpha": "DOUBLE", "min_change": "DOUBLE",
         "summary": "VARCHAR",
     },
