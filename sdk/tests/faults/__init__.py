@@ -67,8 +67,8 @@ def clear_error(proc: subprocess.CompletedProcess, *expect: str) -> tuple[bool, 
     """(ok, shown): a non-zero exit with a short error naming the problem, and no traceback."""
     err = " ".join((proc.stderr or "").split())
     ok = proc.returncode != 0 and "Traceback" not in proc.stderr and all(e.lower() in err.lower() for e in expect)
-    first = next((line.strip() for line in (proc.stderr or "").splitlines() if line.strip()), "")
-    return ok, f"exit {proc.returncode}: {first[:160]}"
+    # rich wraps long errors at the terminal width: show the message joined, shortened
+    return ok, f"exit {proc.returncode}: {err[:200]}"
 
 
 def all_cases() -> list[Case]:
