@@ -297,7 +297,7 @@ def test_thesis_anomalies_flag_portworx(thesis_site):
     assert "Over the declared limit (IOPS). thesis · highest result vs declared limit; n = 20 results per cell · unit: IOPS" in labels
     assert any(lb.startswith("Over the declared limit (MiB/s)") for lb in labels)
     assert sum(lb.startswith("Warm-up: first repetition vs the others") for lb in labels) == 3  # IOPS, MiB/s, µs
-    assert "robust z" in section(text, "Outliers")
+    assert "studentized t" in section(text, "Outliers")
 
 
 @pytest.mark.slow

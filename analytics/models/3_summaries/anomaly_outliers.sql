@@ -1,60 +1,102 @@
--- anomaly_outliers: every measurement with a robust outlier test.
--- Each value is compared with the median of its own occasion (run × occasion), so a whole
--- occasion running slower is an occasion effect (report_occasions), not twenty outliers; the
--- yardstick is the MAD of those residuals over the whole cell (campaign × run × storage class ×
--- workload × direction × metric), which stays stable with 5 reps per occasion. An occasion of
--- fewer than 3 values is compared with the cell's median instead. Zero residuals (the median
--- value itself) are left out of the MAD: with 5 reps per occasion they would shrink it by a fifth.
--- Rule (stats_settings): |residual| > k · 1.4826 · MAD and ≥ min_rel_dev of the median, in cells
--- of at least min_n values; k = 3.5 is Iglewicz & Hoaglin's modified z-score cut-off (on normal
--- noise in a 4 occasions × 5 reps design it flags about 0.5% of values). MAD, not the sd: one
--- wild value cannot hide itself by inflating the yardstick. Tukey's fences over the cell
--- (Q1 − 1.5·IQR, Q3 + 1.5·IQR) ride along.
+-- anomaly_outliers: every measurement with an outlier test whose false alarms are bounded per cell.
+-- Cell = campaign × storage class × profile × workload × direction × metric (all runs and
+-- occasions); occasion = run × occasion.
+--
+-- Each value is compared with the mean of the OTHER repetitions of its own occasion, so a whole
+-- occasion running slower is an occasion effect (report_occasions), not twenty outliers, and the
+-- value cannot pull its own reference towards itself. The yardstick is the pooled within-occasion
+-- sd of every other value of the cell (the value itself left out, so one wild value cannot hide by
+-- inflating it). That ratio is the externally studentized residual of the one-way occasion model:
+--     t = (value − mean of the others in its occasion) / (s₍₋ᵢ₎ · √(1 + 1/(n_occasion − 1)))
+-- and under normal within-occasion noise it is exactly Student's t with n − g − 1 degrees of
+-- freedom (n values, g occasions in the cell), whatever the occasion effects (ICC) and the CV.
+-- A cell judges m values, so the cut-off is Bonferroni's: |t| > t(1 − α/(2m), n − g − 1). Then
+-- P(any false flag in a null cell) ≤ α (stats_settings outlier_alpha) by construction, for every
+-- design. The old rule (3.5 scaled MADs per value) had a per-VALUE cut-off, so the chance of a false
+-- flag grew with the size of the cell; calibration_flags.py measures this one on null data.
+-- Only values of occasions with ≥ 3 reps are judged (with 2 the two residuals are mirror images:
+-- nothing says which one is off; they still feed the pooled sd). Cells need ≥ outlier_min_n values,
+-- and a flag also needs |value − reference| ≥ outlier_min_rel_dev of the reference (tiny
+-- deviations of very stable cells are not worth a look).
+-- A value that differs from others that are all identical (s₍₋ᵢ₎ = 0, e.g. rate-limited fio) is an
+-- outlier by any measure: t is infinite. Tukey's fences over the cell (Q1 − 1.5·IQR, Q3 + 1.5·IQR)
+-- ride along for the box plots.
 with settings as (
     select
-        max(value) filter (where name = 'outlier_mad_k')       as k,
+        max(value) filter (where name = 'outlier_alpha')       as alpha,
         max(value) filter (where name = 'outlier_min_rel_dev') as min_rel_dev,
         max(value) filter (where name = 'outlier_min_n')       as min_n
     from stats_settings
 ),
+occasions as (
+    select
+        campaign, storage_class, profile, workload, direction, metric, run, occasion,
+        count(*) as n_occasion,
+        avg(value) as occasion_mean,
+        median(value) as occasion_median,
+        coalesce(var_pop(value) * count(*), 0) as occasion_ss
+    from measurements
+    group by campaign, storage_class, profile, workload, direction, metric, run, occasion
+),
+cells as (
+    select
+        campaign, storage_class, profile, workload, direction, metric,
+        sum(n_occasion)::bigint as n,
+        count(*) as n_occasions,
+        sum(occasion_ss) as ss_within,
+        coalesce(sum(n_occasion) filter (where n_occasion >= 3), 0)::bigint as n_judged,
+        (sum(n_occasion) - count(*) - 1)::bigint as df
+    from occasions
+    group by campaign, storage_class, profile, workload, direction, metric
+),
+-- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value
+cutoffs as (
+    select n_judged, df, t_quantile(1 - s.alpha / (2 * n_judged), df) as t_critical
+    from (select distinct n_judged, df from cells where n_judged > 0 and df >= 1) d, settings s
+),
 located as (
     select
-        *,
-        count(*) over cell as n,
-        median(value) over cell as cell_median,
-        quantile_cont(value, 0.25) over cell as q1,
-        quantile_cont(value, 0.75) over cell as q3,
-        count(*) over occ as n_occasion,
-        median(value) over occ as occasion_median
-    from measurements
-    window
-        cell as (partition by campaign, run, storage_class, profile, workload, direction, metric),
-        occ as (partition by campaign, run, occasion, storage_class, profile, workload, direction, metric)
+        m.*,
+        c.n, c.n_occasions, c.n_judged, c.df, c.ss_within, k.t_critical,
+        o.n_occasion, o.occasion_mean, o.occasion_median,
+        median(m.value) over cell as cell_median,
+        quantile_cont(m.value, 0.25) over cell as q1,
+        quantile_cont(m.value, 0.75) over cell as q3
+    from measurements m
+    join occasions o using (campaign, storage_class, profile, workload, direction, metric, run, occasion)
+    join cells c using (campaign, storage_class, profile, workload, direction, metric)
+    left join cutoffs k on k.n_judged = c.n_judged and k.df = c.df
+    window cell as (partition by m.campaign, m.storage_class, m.profile, m.workload, m.direction, m.metric)
 ),
-residuals as (
+studentized as (
     select *,
-        case when n_occasion >= 3 then occasion_median else cell_median end as reference,
-        value - case when n_occasion >= 3 then occasion_median else cell_median end as residual
+        -- the mean of the other reps of the occasion, and the pooled sd without this value
+        case when n_occasion >= 2 then (n_occasion * occasion_mean - value) / (n_occasion - 1) end as reference,
+        case when n_occasion >= 2 and df >= 1 then sqrt(greatest(
+            ss_within - (value - occasion_mean) ^ 2 * n_occasion / (n_occasion - 1), 0) / df) end as sd_loo
     from located
 ),
-scaled as (
+scored as (
     select *,
-        1.4826 * median(abs(residual)) filter (where residual <> 0) over (
-            partition by campaign, run, storage_class, profile, workload, direction, metric) as mad_scaled
-    from residuals
+        value - reference as residual,
+        case when sd_loo > 0 then (value - reference) / (sd_loo * sqrt(1 + 1 / (n_occasion - 1)))
+             when sd_loo = 0 and value <> reference then sign(value - reference) * 'infinity'::double
+        end as t_stat
+    from studentized
 )
 select
     r.campaign, r.run, r.occasion, r.storage_class, r.profile, r.workload, r.workload_title, r.rep,
     r.direction, r.metric, r.unit, r.better, r.is_headline, r.value, r.started_at,
-    r.n, r.cell_median, r.n_occasion, r.occasion_median, r.reference, r.residual, r.mad_scaled,
-    r.residual / nullif(r.mad_scaled, 0) as robust_z,
+    r.n, r.n_occasions, r.n_judged, r.df, r.cell_median, r.n_occasion, r.occasion_median, r.occasion_mean,
+    r.reference, r.residual, r.sd_loo, r.t_stat, r.t_critical,
     r.q1 - 1.5 * (r.q3 - r.q1) as tukey_low,
     r.q3 + 1.5 * (r.q3 - r.q1) as tukey_high,
     r.value < r.q1 - 1.5 * (r.q3 - r.q1) or r.value > r.q3 + 1.5 * (r.q3 - r.q1) as outside_tukey,
-    (r.n >= s.min_n
-     and abs(r.residual) > s.k * r.mad_scaled
-     and abs(r.residual) >= s.min_rel_dev * abs(r.reference)) as is_outlier,
+    coalesce(r.n >= s.min_n
+             and r.n_occasion >= 3
+             and abs(r.t_stat) > r.t_critical
+             and abs(r.residual) >= s.min_rel_dev * abs(r.reference), false) as is_outlier,
     -- which way: 'slow' is the bad side for this metric (low IOPS, high latency)
     case when (r.residual < 0) = (r.better = 'higher') then 'slow' else 'fast' end as outlier_side
-from scaled r
+from scored r
 cross join settings s

@@ -2,12 +2,18 @@
 -- slowdown > 0 means the first rep was slower than the median of the rest (direction-aware:
 -- fewer IOPS or MiB/s, more latency), as a share of that median. Headline metrics, occasions of
 -- at least 3 reps (a first rep needs at least two others to be compared with).
+-- first_slow_rank is the first rep's rank among the n reps of its occasion, 1 = slowest. When the
+-- reps of an occasion are exchangeable (no warm-up) it is uniform on 1..n whatever the occasion's
+-- level, so report_anomalies can sum it over occasions and get an exact p-value that no occasion
+-- effect can fool. Ties count against a warm-up (the first rep takes the highest rank of its tie
+-- group): rounded values (imports, rate-limited fio) then make the test conservative, never eager.
 with ranked as (
     select *,
-        rep = min(rep) over (partition by campaign, run, occasion, storage_class, profile, workload, direction, metric)
-            as is_first
+        rep = min(rep) over occ as is_first,
+        arg_min(value, rep) over occ as first_value_of_occasion
     from measurements
     where is_headline
+    window occ as (partition by campaign, run, occasion, storage_class, profile, workload, direction, metric)
 ),
 per_occasion as (
     select
@@ -20,14 +26,18 @@ per_occasion as (
         any_value(value) filter (where is_first) as first_value,
         median(value) filter (where not is_first) as rest_median,
         min(value) filter (where not is_first) as rest_min,
-        max(value) filter (where not is_first) as rest_max
+        max(value) filter (where not is_first) as rest_max,
+        -- others that are slower than the first rep or tied with it
+        count(*) filter (where not is_first and case when better = 'higher' then value <= first_value_of_occasion
+                                                     else value >= first_value_of_occasion end) as n_not_faster
     from ranked
     group by campaign, run, occasion, storage_class, profile, workload, direction, metric
     having count(*) >= 3
 )
 select
-    *,
+    * exclude (n_not_faster),
     case when better = 'higher' then 1 - first_value / nullif(rest_median, 0)
          else first_value / nullif(rest_median, 0) - 1 end as slowdown,
-    case when better = 'higher' then first_value < rest_min else first_value > rest_max end as first_is_slowest
+    case when better = 'higher' then first_value < rest_min else first_value > rest_max end as first_is_slowest,
+    (1 + n_not_faster)::integer as first_slow_rank
 from per_occasion

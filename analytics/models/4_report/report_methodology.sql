@@ -95,13 +95,12 @@ rows as (
                                    100 * (select value from settings where name = 'compare_min_change'))),
         (30, 'occasions', printf('one-way random-effects ANOVA over run × occasion; F test at α = %g',
                                  (select value from settings where name = 'occasion_alpha'))),
-        (40, 'outliers', printf('|value − occasion median| > %g × 1.4826 × MAD of those residuals and ≥ %.0f%% of the median, cells of n ≥ %d',
-                                (select value from settings where name = 'outlier_mad_k'),
+        (40, 'outliers', printf('value against the mean of the other reps of its occasion, in units of the pooled within-occasion sd without it (studentized t, n − g − 1 df); flagged above the Bonferroni cut-off t(1 − α/2m) for the m values of the cell, α = %g per cell, and ≥ %.0f%% off; occasions of ≥ 3 reps, cells of n ≥ %d',
+                                (select value from settings where name = 'outlier_alpha'),
                                 100 * (select value from settings where name = 'outlier_min_rel_dev'),
                                 (select value from settings where name = 'outlier_min_n')::integer)),
-        (50, 'warm-up', printf('first repetition slower than the median of the others in ≥ %.0f%% of ≥ %d occasions, by a median ≥ %.0f%%',
-                               100 * (select value from settings where name = 'warmup_min_share'),
-                               (select value from settings where name = 'warmup_min_occasions')::integer,
+        (50, 'warm-up', printf('rank of the first repetition within its occasion, summed over occasions: exact one-sided p ≤ %g and a median slowdown ≥ %.0f%%; cannot fire unless the product of the occasions'' rep counts is ≥ 1/p (e.g. 3 occasions of 3 reps, 2 of 5)',
+                               (select value from settings where name = 'warmup_alpha'),
                                100 * (select value from settings where name = 'warmup_min_slowdown')))
     ) as t(k, item, value)
     -- declared limits

@@ -1,7 +1,8 @@
 """What the analytics runner asks of pvbench.stats around the SQL models.
 
 before_models: the user's declarations (storage_class_limits, cost_model; always created,
-    empty without a limits file) and SQL functions the models may call (f_pvalue).
+    empty without a limits file) and SQL functions the models may call (f_pvalue, t_quantile,
+    warmup_pvalue).
 after_models: tables that need resampling and so are computed in Python over the
     ``measurements`` table (report_comparisons), written as Parquet like the SQL tables.
 """
@@ -9,6 +10,7 @@ after_models: tables that need resampling and so are computed in Python over the
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 PYTHON_TABLES = ("report_comparisons",)
 
@@ -21,10 +23,52 @@ def _f_pvalue(f: float, df1: float, df2: float) -> float | None:
     return float(stats.f.sf(f, df1, df2))
 
 
+@lru_cache(maxsize=4096)
+def _t_quantile_cached(p: float, df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))
+
+
+def _t_quantile(p: float, df: float) -> float | None:
+    """Quantile of Student's t (the outlier rule's Bonferroni cut-off)."""
+    if p is None or df is None or not 0 < p < 1 or df <= 0:
+        return None
+    return _t_quantile_cached(float(p), float(df))
+
+
+@lru_cache(maxsize=65536)
+def first_rank_pvalue(rank_sum: int, sizes: tuple[int, ...]) -> float:
+    """Exact P(S <= rank_sum) for S = sum of independent uniforms on 1..r over the occasions.
+
+    Under exchangeable repetitions the rank of the first one among the r of its occasion
+    (1 = slowest) is uniform on 1..r whatever the occasion's level, and occasions are
+    independent: the distribution of the sum is the convolution of those uniforms.
+    """
+    import numpy as np
+
+    dist = np.array([1.0])  # dist[k] = P(S = k + number of occasions so far)
+    for r in sizes:
+        dist = np.convolve(dist, np.full(r, 1.0 / r))
+    k = rank_sum - len(sizes)
+    if k < 0:
+        return 0.0
+    return float(min(1.0, dist[: k + 1].sum()))
+
+
+def _warmup_pvalue(rank_sum: int, sizes: list[int]) -> float | None:
+    if rank_sum is None or not sizes or any(r is None or r < 1 for r in sizes):
+        return None
+    return first_rank_pvalue(int(rank_sum), tuple(sorted(int(r) for r in sizes)))
+
+
 def register_functions(con) -> None:
-    from duckdb.sqltypes import DOUBLE
+    import duckdb
+    from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER
 
     con.create_function("f_pvalue", _f_pvalue, [DOUBLE, DOUBLE, DOUBLE], DOUBLE)
+    con.create_function("t_quantile", _t_quantile, [DOUBLE, DOUBLE], DOUBLE)
+    con.create_function("warmup_pvalue", _warmup_pvalue, [BIGINT, duckdb.list_type(INTEGER)], DOUBLE)
 
 
 def before_models(con, store=None, limits=None) -> None:
