@@ -235,10 +235,11 @@ export function pText(p) {
 const VERDICT_STYLE = {
 	better: ['#166534', '#dcfce7', '▲ better'],
 	worse: ['#991b1b', '#fee2e2', '▼ worse'],
-	'no meaningful difference': ['#374151', '#f3f4f6', '● no meaningful difference']
+	'no meaningful difference': ['#374151', '#f3f4f6', '● no meaningful difference'],
+	withheld: ['#92400e', '#fef3c7', '◌ withheld']
 };
 
-/** The verdict as a coloured chip (green better, red worse, grey no meaningful difference). */
+/** The verdict as a coloured chip (green better, red worse, grey no meaningful difference, amber withheld). */
 export function verdictChip(verdict, equivalent) {
 	const [fg, bg, text] = VERDICT_STYLE[verdict] ?? ['#374151', '#fff7ed', verdict ?? '–'];
 	const eq = equivalent ? ' · equivalent' : '';
@@ -272,7 +273,8 @@ export function compareSettings(rows) {
 	const r = asRows(rows)[0];
 	const alpha = Number(r?.alpha ?? 0.05);
 	const m = Number(r?.min_change ?? 0.05);
-	return { alpha, minChange: pct(m, { digits: 1 }), ratioBand: `${num(1 - m, 2)}–${num(1 + m, 2)}` };
+	const confidence = `${Math.round(100 * Number(r?.confidence ?? 0.95))}%`;
+	return { alpha, confidence, minChange: pct(m, { digits: 1 }), ratioBand: `${num(1 - m, 2)}–${num(1 + m, 2)}` };
 }
 
 /** One comparison = one baseline/candidate pair of one kind (its rows are the metrics, one Holm family). */
@@ -284,6 +286,8 @@ export function comparisonRows(rows) {
 		...r,
 		workload_direction: `${r.workload_title} — ${r.direction}`,
 		n_sides: `${r.n_baseline} / ${r.n_candidate}`,
+		occasions_sides: `${r.occasions_baseline} (${r.runs_baseline} run${r.runs_baseline === 1 ? '' : 's'}) / ${r.occasions_candidate} (${r.runs_candidate} run${r.runs_candidate === 1 ? '' : 's'})`,
+		basis: r.reason ? `withheld: ${r.reason}` : r.method,
 		means: `${num(r.mean_baseline)} → ${num(r.mean_candidate)}`,
 		diff_ci: `${signed(r.diff)} [${signed(r.diff_ci_low)}, ${signed(r.diff_ci_high)}]`,
 		ratio_ci: `${num(r.ratio, 2)} [${num(r.ratio_ci_low, 2)}, ${num(r.ratio_ci_high, 2)}]`,

@@ -5,7 +5,7 @@ real profile catalog, so `pvbench aggregate` computes the report tables exactly 
 measured data. Values follow the shapes of the published studies (VSHN's fsync series,
 the NVMe/TCP block size × load curves) with seeded noise. The `upgrade` campaign is one
 storage class measured before and after an upgrade (two runs, labelled role=baseline and
-role=candidate, two occasions each) whose writes got 20% slower: the comparisons page must
+role=candidate, three occasions each) whose writes got 20% slower: the comparisons page must
 call that `worse` and leave the unchanged reads alone.
 """
 
@@ -122,7 +122,7 @@ def _upgrade(rng: random.Random) -> list[ResultDocument]:
     tests = [t for t in profile.tests if t.name in UPGRADE_TESTS]
     docs = []
     for run, role, day, write_factor in UPGRADE_RUNS:
-        for occasion, hour, occ_factor in (("morning", 8, 1.0), ("evening", 20, 0.94)):
+        for occasion, hour, occ_factor in (("morning", 8, 1.0), ("afternoon", 14, 0.97), ("evening", 20, 0.94)):
             for rep in range(1, 6):
                 for order, test in enumerate(tests):
                     direction = "read" if test.rw == "randread" else "write"

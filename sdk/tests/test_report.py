@@ -380,12 +380,14 @@ def test_full_comparisons_catch_the_upgrade(full_site):
                     "openebs-lvm: run=after-upgrade against run=before-upgrade · upgrade"):
         part = section(text, heading, " against ")
         for workload in ("Random write IOPS — write", "Write latency — write"):  # 20% slower writes
-            assert "▼ worse" in row(part, workload) and "10 / 10" in row(part, workload), (heading, workload)
+            assert "▼ worse" in row(part, workload) and "15 / 15" in row(part, workload), (heading, workload)
+            assert "3 (1 run) / 3 (1 run)" in row(part, workload), (heading, workload)
         for workload in ("Random read IOPS — read", "Read latency — read"):  # unchanged reads
             assert "● no meaningful difference" in row(part, workload), (heading, workload)
-    # with 3 repetitions a side nothing can be significant
+    # one occasion a side, nothing else: how much days differ is unknown, so no verdict — and why
     sweep = section(text, "rook-ceph-rbd against nvme-tcp · synthetic", " against ")
-    assert "▲" not in sweep and "▼" not in sweep and "3 / 3" in sweep
+    assert "▲" not in sweep and "▼" not in sweep and "3 / 3" in sweep and "◌ withheld" in sweep
+    assert "day-to-day variation unknown" in sweep
     assert "No results carry role" not in text and "No storage class has two runs" not in text
 
 
@@ -403,8 +405,8 @@ def test_full_anomalies_and_methodology(full_site):
     assert "cephfs ·" not in occasions["text"]  # one occasion only: no split
     text = section(full_site.page("methodology")["text"], "Campaign upgrade")
     for expected in ("provisioner local.csi.openebs.io", "kernel 6.1.0-18-amd64", "Kubernetes v1.31.4",
-                     "× 4 occasions × 5 repetitions", "randomized interleaving", "seed 2026",
-                     "ramp 2s + 15s measured", "fio time 1,200 s", "no prices declared"):
+                     "× 6 occasions × 5 repetitions", "randomized interleaving", "seed 2026",
+                     "ramp 2s + 15s measured", "fio time 1,800 s", "no prices declared"):
         assert expected in text, expected
 
 

@@ -87,10 +87,9 @@ rows as (
     select c.campaign, 4, 'confidence', k, item, value
     from (select distinct campaign from rr) c,
     (values
-        (10, 'summaries', 'mean ± sd; 95% confidence interval of the mean, mean ± t(0.975, n−1)·sd/√n; box plots of min, Q1, median, Q3, max'),
-        (20, 'comparisons', printf('difference and ratio of means with %.0f%% bootstrap CIs (%d resamples); Mann–Whitney U, Holm-corrected across the metrics of a comparison at α = %g; Cliff''s delta and Hodges–Lehmann shift; smallest meaningful change %.0f%%',
+        (10, 'summaries', 'mean ± sd; 95% confidence interval of the mean from the occasion means (run × occasion), mean ± t(0.975, k−1)·sd/√k over k ≥ 2 occasions; on a single occasion from its repetitions, marked as not covering day-to-day variation; box plots of min, Q1, median, Q3, max'),
+        (20, 'comparisons', printf('t test on the log of the occasion means (Welch when both sides ran on ≥ 2 occasions; otherwise day-to-day variation from the other side and the class''s other occasions, or the verdict is withheld); ratio with its %.0f%% CI from the same estimate; Holm-corrected across the metrics of a comparison at α = %g; smallest meaningful change %.0f%%',
                                    100 * (select value from settings where name = 'compare_confidence'),
-                                   (select value from settings where name = 'compare_n_boot')::integer,
                                    (select value from settings where name = 'compare_alpha'),
                                    100 * (select value from settings where name = 'compare_min_change'))),
         (30, 'occasions', printf('one-way random-effects ANOVA over run × occasion; F test at α = %g',

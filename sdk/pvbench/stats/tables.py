@@ -41,7 +41,8 @@ COLUMNS = [
     ("p_value", "double"), ("p_holm", "double"), ("df", "double"), ("method", "varchar"), ("reason", "varchar"),
     ("cliffs_delta", "double"), ("hl_shift", "double"),
     ("significant", "boolean"), ("meaningful", "boolean"), ("equivalent", "boolean"),
-    ("verdict", "varchar"), ("alpha", "double"), ("min_change", "double"), ("summary", "varchar"),
+    ("verdict", "varchar"), ("alpha", "double"), ("min_change", "double"), ("confidence", "double"),
+    ("summary", "varchar"),
 ]
 
 
@@ -107,7 +108,8 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
         for comp in result.comparisons:
             row = comp.as_row()
             row.update(kind=kind, campaign=campaign, baseline=base_label, candidate=cand_label, storage_class=sc,
-                       alpha=settings.alpha, min_change=settings.min_change, summary=describe(comp))
+                       alpha=settings.alpha, min_change=settings.min_change, confidence=settings.confidence,
+                       summary=describe(comp))
             out.append(row)
     return out
 
@@ -172,7 +174,7 @@ STATS_REPORT_TABLES: dict[str, dict[str, str]] = {
         "df": "DOUBLE", "method": "VARCHAR", "reason": "VARCHAR", "cliffs_delta": "DOUBLE", "hl_shift": "DOUBLE",
         "significant": "BOOLEAN", "meaningful": "BOOLEAN",
         "equivalent": "BOOLEAN", "verdict": "VARCHAR", "alpha": "DOUBLE", "min_change": "DOUBLE",
-        "summary": "VARCHAR",
+        "confidence": "DOUBLE", "summary": "VARCHAR",
     },
     "report_anomalies": {
         "kind": "VARCHAR", "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR",
