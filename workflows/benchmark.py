@@ -14,6 +14,7 @@ import json
 from hera.workflows import (
     DAG,
     Artifact,
+    ConfigMapEnv,
     Container,
     EmptyDirVolume,
     FieldEnv,
@@ -51,7 +52,31 @@ STRICT = m.SecurityContext(
     read_only_root_filesystem=True,
     capabilities=m.Capabilities(drop=["ALL"]),
 )
-TMP = EmptyDirVolume(name="tmp", mount_path="/tmp")  # the only writable path besides /data
+
+
+def tmp(size_limit: str) -> EmptyDirVolume:
+    """/tmp: the only writable path besides a cell's /data; capped, so a runaway step is evicted
+    before it fills the node's disk."""
+    return EmptyDirVolume(name="tmp", mount_path="/tmp", size_limit=size_limit)
+
+
+def resources(cpu: str, memory: str, cpu_limit: str | None, memory_limit: str) -> m.ResourceRequirements:
+    limits = {"memory": memory_limit} | ({"cpu": cpu_limit} if cpu_limit else {})
+    return m.ResourceRequirements(requests={"cpu": cpu, "memory": memory}, limits=limits)
+
+
+# What each step needs (requests) and may take (limits). The steps around the cells are small
+# Python commands; aggregate and the adaptive check run DuckDB over the run's results; the
+# report runs Node (Evidence, NODE_OPTIONS caps its heap at 4 GiB).
+SMALL = resources("100m", "128Mi", "1", "512Mi")
+TABLES = resources("500m", "512Mi", "2", "4Gi")
+REPORT = resources("1", "2Gi", "2", "5Gi")
+# A cell: no CPU limit, on purpose. A CPU limit is a CFS quota: once fio has used it within a
+# 100 ms period, it is stopped until the next one, which shows as latency outliers (p99, p99.9)
+# and lower IOPS that measure the limit, not the storage. A cell runs alone on its node (pod
+# anti-affinity, the node mutex), so there is no neighbour of ours to protect; its request
+# gives it its share under contention, and the memory limit still bounds it.
+CELL = resources("500m", "256Mi", None, "2Gi")
 PULL = "IfNotPresent"  # images are pinned by tag (the chart sets it); kind can side-load them
 RUNNER = WF("image")
 # Transient trouble only, for the steps around the cells: OnError retries pods that Argo or
@@ -148,6 +173,12 @@ with WorkflowTemplate(
     entrypoint="main",
     on_exit="finish",
     service_account_name=c.SERVICE_ACCOUNT,
+    # No step command talks to the Kubernetes API: their containers get no token. Argo's
+    # executor (the init and wait containers) still needs one, to report outputs through
+    # WorkflowTaskResults: it mounts the executor identity's token Secret (the chart's
+    # pvbench-executor.service-account-token), in those containers only.
+    automount_service_account_token=False,
+    executor=m.ExecutorConfig(service_account_name=c.EXECUTOR_SERVICE_ACCOUNT),
     artifact_repository_ref=m.ArtifactRepositoryRef(
         config_map=c.ARTIFACT_REPOSITORY_CONFIGMAP, key=c.ARTIFACT_REPOSITORY_KEY
     ),
@@ -185,8 +216,13 @@ with WorkflowTemplate(
         args=["validate", *MATRIX_ARGS, *TIMING_ARGS,
               "--volume-size", WF("volume-size"), "--volume-timeout", WF("volume-timeout"),
               "--outputs", c.VALIDATE_OUT_DIR],  # fmt: skip
+        # The chart's limit (benchmark.maxStorageClasses), from its ConfigMap: a parameter of the
+        # run cannot raise it. Optional: the rendered template alone uses pvbench's default.
+        env=[ConfigMapEnv(name=c.MAX_STORAGE_CLASSES_ENV, config_map_name=c.LIMITS_CONFIGMAP,
+                          config_map_key=c.MAX_STORAGE_CLASSES_KEY, optional=True)],
         security_context=STRICT,
-        volumes=[TMP],
+        resources=SMALL,
+        volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,
         outputs=[
             Parameter(
@@ -205,7 +241,8 @@ with WorkflowTemplate(
         command=["pvbench"],
         args=["expand", *MATRIX_ARGS],
         security_context=STRICT,
-        volumes=[TMP],
+        resources=SMALL,
+        volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,
     )
 
@@ -256,11 +293,11 @@ with WorkflowTemplate(
         ],  # fmt: skip
         env=[FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName")],  # recorded in each result
         security_context=STRICT,
-        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "256Mi"}, limits={"memory": "2Gi"}),
+        resources=CELL,
         timeout=CELL_TIMEOUT,
         pod_spec_patch=json.dumps(volume_size_patch, separators=(",", ":")),
         volumes=[
-            TMP,
+            tmp("256Mi"),
             m.Volume(
                 name="target",
                 ephemeral=m.EphemeralVolumeSource(
@@ -317,8 +354,8 @@ with WorkflowTemplate(
               "--out", c.ANALYTICS_DIR, "--argo-failures", "{{workflow.failures}}",
               "--argo-status", "{{workflow.status}}"],  # fmt: skip
         security_context=STRICT,
-        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "512Mi"}, limits={"memory": "4Gi"}),
-        volumes=[TMP],
+        resources=TABLES,
+        volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,
         outputs=[
             S3Artifact(
@@ -336,12 +373,15 @@ with WorkflowTemplate(
         inputs=[Artifact(name="analytics", path=c.ANALYTICS_DIR)],
         image=WF("report-image"),
         image_pull_policy=PULL,
-        command=["pvbench"],
-        args=["report", "build", "--data", c.ANALYTICS_DIR, "--out", c.SITE_DIR],
-        # Evidence writes its build cache inside the project: a writable root, still non-root.
-        security_context=m.SecurityContext(allow_privilege_escalation=False, capabilities=m.Capabilities(drop=["ALL"])),
-        resources=m.ResourceRequirements(requests={"cpu": "1", "memory": "2Gi"}, limits={"memory": "5Gi"}),
-        volumes=[TMP],
+        # Evidence builds inside its project (data/, .evidence/, build/): the image's copy is on
+        # the read-only root, so the step builds in a copy of it on /tmp (an emptyDir).
+        command=["sh", "-c"],
+        args=[f'set -e; src="${{PVBENCH_REPORT_DIR:-/opt/pvbench/reports}}"; dst={c.REPORT_PROJECT_DIR}; '
+              f'mkdir -p "$dst"; cp -a "$src/." "$dst/"; export PVBENCH_REPORTS_DIR="$dst"; '
+              f'exec pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}'],
+        security_context=STRICT,
+        resources=REPORT,
+        volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,
         outputs=[
             S3Artifact(
@@ -356,10 +396,17 @@ with WorkflowTemplate(
     # Exit handler: a cell pod still pending when its deadline passed (a volume that never
     # bound) is not complete, so pod GC leaves it: delete the run's benchmark pods that remain
     # (their PVCs go with them), under an identity that may do only that.
+    # Its container is Argo's own (argoexec), running with the executor's token: here the
+    # cleanup identity's, the only one that may delete pods. Its resources come in by
+    # podSpecPatch (a resource template has no container of its own to set them on).
     cleanup = Resource(
         name="cleanup",
         action="delete",
         service_account_name=c.CLEANUP_SERVICE_ACCOUNT,
+        executor=m.ExecutorConfig(service_account_name=c.CLEANUP_SERVICE_ACCOUNT),
+        pod_spec_patch=json.dumps({"containers": [{"name": "main", "resources": {
+            "requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]},
+            separators=(",", ":")),  # fmt: skip
         flags=["pods", "--selector",
                f"workflows.argoproj.io/workflow={{{{workflow.name}}}},{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK}",
                "--ignore-not-found", "--wait=false"],  # fmt: skip
@@ -382,8 +429,8 @@ with WorkflowTemplate(
               "--max-reps", WF("adaptive-max-repetitions"), "--seed", WF("seed"), "--round", IN("round"),
               "--exit-zero", "--outputs", c.CHECK_OUT_DIR],  # fmt: skip
         security_context=STRICT,
-        resources=m.ResourceRequirements(requests={"cpu": "500m", "memory": "512Mi"}, limits={"memory": "4Gi"}),
-        volumes=[TMP],
+        resources=TABLES,
+        volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,
         outputs=[
             Parameter(name="next", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next.json")),

@@ -200,6 +200,9 @@ def chart_values(minio: PodMinio) -> dict:
         "events": {
             "enabled": True,
             "parameters": {"campaign": "ci-events", **quick_run},
+            # the events test posts three webhook calls in a row: the default (12 an hour, spaced
+            # evenly) would hold the second one for 5 minutes
+            "rateLimit": {"unit": "Minute", "requestsPerUnit": 120},
             "csi": {"storageClasses": ["pvbench-tmpfs"],
                     "workloads": [{"name": "fake-csi", "namespace": CSI_NAMESPACE, "kind": "DaemonSet",
                                    "namePrefix": "csi-fake"}]},

@@ -193,7 +193,8 @@ def test_helm_template_output_is_valid_strictly(values):
     if values:
         assert {"CronWorkflow", "EventSource", "Sensor", "ClusterRole"} <= set(kinds)
     else:
-        assert kinds == ["ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+        assert kinds == ["ConfigMap", "Deployment", "Role", "RoleBinding", "Secret", "ServiceAccount",
+                         "WorkflowTemplate"]
     proc = kubeconform(stdin=out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout
@@ -233,6 +234,102 @@ def test_chart_rules_are_least_privilege():
                 assert not set(rule["verbs"]) & {"update", "deletecollection", "escalate", "bind", "impersonate"}
     [sensor_role] = [d for d in out if d["kind"] == "Role" and d["metadata"]["name"] == "pvbench-sensor"]
     assert sensor_role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
+    # Only the cleanup identity may delete, and only pods (their ephemeral PVCs go by owner reference).
+    deleters = {d["metadata"]["name"]: r["resources"] for d in out if d["kind"] in ("Role", "ClusterRole")
+                for r in d["rules"] if "delete" in r["verbs"]}
+    assert deleters == {"pvbench-cleanup": ["pods"]}, deleters
+    assert not [r for d in out if d["kind"] in ("Role", "ClusterRole") for r in d["rules"]
+                if "persistentvolumeclaims" in r["resources"] and set(r["verbs"]) - {"get", "list", "watch"}]
+
+
+# ---------------------------------------------------------------- what each pod may use (issue 10)
+def test_every_step_container_has_requests_and_limits():
+    tpl = templates_by_name(benchmark_template())
+    for name, t in tpl.items():
+        if "container" not in t:
+            continue
+        res = t["container"].get("resources") or {}
+        assert {"cpu", "memory"} <= set(res.get("requests", {})), name
+        assert "memory" in res.get("limits", {}), name
+        # The fio cell alone has no CPU limit, on purpose: CFS throttling would show as latency
+        # outliers that measure the limit, not the storage (workflows/benchmark.py, CELL).
+        assert ("cpu" in res["limits"]) == (name != "benchmark-cell"), name
+    # The cleanup step is Argo's own container: its resources come in by podSpecPatch.
+    patch = json.loads(tpl["cleanup"]["podSpecPatch"])
+    [main] = patch["containers"]
+    assert main["name"] == "main" and set(main["resources"]["limits"]) == {"cpu", "memory"}
+    assert set(main["resources"]["requests"]) == {"cpu", "memory"}
+
+
+def test_every_empty_dir_is_capped_and_every_root_read_only():
+    tpl = templates_by_name(benchmark_template())
+    for name, t in tpl.items():
+        for v in t.get("volumes", []):
+            if "emptyDir" in v:
+                assert v["emptyDir"].get("sizeLimit"), (name, v["name"])
+        if "container" in t:
+            assert t["container"]["securityContext"]["readOnlyRootFilesystem"] is True, name
+    # the report builds in a copy of the Evidence project on its emptyDir
+    report = tpl["report"]["container"]
+    assert "PVBENCH_REPORTS_DIR=" in report["args"][0] and report["args"][0].startswith("set -e;")
+    assert [m["mountPath"] for m in report["volumeMounts"]] == ["/tmp"]
+
+
+def test_step_containers_get_no_token_and_the_executor_its_own():
+    """No step command calls the Kubernetes API: no token in their containers. Argo's executor
+    (init, wait) mounts the token of pvbench-executor, which may only report task results; the
+    cleanup step's executor container is the one with pvbench-cleanup's token."""
+    doc = benchmark_template()
+    spec, tpl = doc["spec"], templates_by_name(doc)
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["executor"] == {"serviceAccountName": "pvbench-executor"}
+    assert spec["serviceAccountName"] == "pvbench-workflow"
+    assert tpl["cleanup"]["executor"] == {"serviceAccountName": "pvbench-cleanup"}
+    assert not [n for n, t in tpl.items() if t.get("automountServiceAccountToken")], "no template turns it back on"
+    out = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    sas = {d["metadata"]["name"]: d for d in out if d["kind"] == "ServiceAccount"}
+    secrets = {d["metadata"]["name"]: d for d in out if d["kind"] == "Secret"}
+    bindings = {d["metadata"]["name"]: d for d in out if d["kind"] == "RoleBinding"}
+    roles = {d["metadata"]["name"]: d for d in out if d["kind"] == "Role"}
+    for sa in ("pvbench-executor", "pvbench-cleanup"):
+        token = secrets[f"{sa}.service-account-token"]  # where Argo looks for the executor's token
+        assert token["type"] == "kubernetes.io/service-account-token"
+        assert token["metadata"]["annotations"]["kubernetes.io/service-account.name"] == sa
+        assert {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
+                "verbs": ["create", "patch"]} in roles[sa]["rules"]
+        assert bindings[sa]["subjects"][0]["name"] == sa
+    # the pods' own identity holds nothing and mounts nothing
+    assert sas["pvbench-workflow"]["automountServiceAccountToken"] is False
+    assert not [b for b in bindings.values() if any(s["name"] == "pvbench-workflow" for s in b["subjects"])]
+
+
+def test_validate_reads_the_charts_limit_from_its_config_map():
+    tpl = templates_by_name(benchmark_template())
+    [env] = tpl["validate"]["container"]["env"]
+    assert env["name"] == "PVBENCH_MAX_STORAGE_CLASSES"
+    assert env["valueFrom"]["configMapKeyRef"] == {"name": "pvbench-limits", "key": "max-storage-classes",
+                                                   "optional": True}
+    out = load_yaml_docs(helm_template(sets=("benchmark.maxStorageClasses=3",)))
+    [cm] = [d for d in out if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pvbench-limits"]
+    assert cm["data"] == {"max-storage-classes": "3"}
+
+
+def test_events_are_bounded():
+    """StorageClass: only ADD. Webhook: 1..maxStorageClasses classes, else dropped by the Sensor.
+    Every trigger: at most events.rateLimit runs per unit."""
+    out = load_yaml_docs(helm_template(ALL_ON_VALUES, sets=("benchmark.maxStorageClasses=5",)))
+    [resources] = [d for d in out if d["kind"] == "EventSource" and d["metadata"]["name"] == "pvbench-resources"]
+    assert resources["spec"]["resource"]["storageclass"]["eventTypes"] == ["ADD"]
+    [sensor] = [d for d in out if d["kind"] == "Sensor"]
+    deps = {d["name"]: d for d in sensor["spec"]["dependencies"]}
+    [flt] = deps["ci"]["filters"]["exprs"]
+    assert flt["fields"] == [{"name": "classes", "path": "body.storageClasses.#"}]
+    assert flt["expr"] == "classes >= 1 && classes <= 5"
+    triggers = sensor["spec"]["triggers"]
+    assert len(triggers) == 5 and all(t["rateLimit"] == {"unit": "Hour", "requestsPerUnit": 12} for t in triggers)
+    off = load_yaml_docs(helm_template(ALL_ON_VALUES, sets=("events.rateLimit.requestsPerUnit=0",)))
+    [sensor] = [d for d in off if d["kind"] == "Sensor"]
+    assert not [t for t in sensor["spec"]["triggers"] if "rateLimit" in t]
 
 
 @pytest.mark.parametrize(
@@ -245,6 +342,13 @@ def test_chart_rules_are_least_privilege():
         (("events.webhook.port=70000",), "maximum"),
         (("events.enabled=true", "events.webhook.authSecret.name="), "allowUnauthenticated: true"),
         (("benchmark.parameters.ramp=1s",), 'ramp="1s" is not one of profile, 2s'),
+        (("benchmark.maxStorageClasses=0",), "minimum"),
+        (("benchmark.maxStorageClasses=65",), "maximum"),
+        (("benchmark.maxStorageClasses=1", 'benchmark.parameters.storage-classes=a\\,b'),
+         "benchmark.parameters: storage-classes names 2 classes, more than benchmark.maxStorageClasses=1"),
+        (("benchmark.maxStorageClasses=1", "events.enabled=true", "events.csi.storageClasses={a,b}"),
+         "events.csi.storageClasses names 2 classes, more than benchmark.maxStorageClasses=1"),
+        (("events.rateLimit.unit=Day",), "rateLimit/unit"),
     ],
 )
 def test_chart_rejects_bad_values(sets, message):

@@ -89,3 +89,12 @@ def test_the_webhook_token_secret_is_made_once(manifest):
     values = installed_release()["values"]
     helm("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(values), "--wait", "--timeout", "3m")
     assert k.json("get", "secret", "pvbench-webhook")["data"]["token"] == first
+
+
+def test_the_executor_tokens_are_filled_in(manifest):
+    """The step containers get no token; Argo's executor mounts <sa>.service-account-token, which
+    the chart makes and Kubernetes' token controller fills in (every step pod needs it)."""
+    k = require_kube()
+    for sa in ("pvbench-executor", "pvbench-cleanup"):
+        wait_until(f"the token of {sa}", lambda: (k.json("get", "secret", f"{sa}.service-account-token")
+                                                   .get("data") or {}).get("token"), 60)

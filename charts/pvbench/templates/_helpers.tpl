@@ -55,3 +55,15 @@ Returns the list as JSON (Helm templates can only return strings).
 {{- define "pvbench.image" -}}
 {{- printf "%s:%s" .repository .tag -}}
 {{- end }}
+
+{{/* A storage-classes parameter (a JSON list, or comma-separated as pvbench also takes it) as a JSON list. */}}
+{{- define "pvbench.classList" -}}
+{{- $text := toString . | trim -}}
+{{- if hasPrefix "[" $text -}}
+{{- $text -}}
+{{- else -}}
+{{- $items := list -}}
+{{- range splitList "," $text -}}{{- if trim . -}}{{- $items = append $items (trim .) -}}{{- end -}}{{- end -}}
+{{- toJson $items -}}
+{{- end -}}
+{{- end }}

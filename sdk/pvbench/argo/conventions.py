@@ -15,6 +15,16 @@ __all__ = ["FAN_OUT_ITEM_KEYS", "PROFILE_DEFAULT"]  # defined where they belong,
 BENCHMARK_TEMPLATE = "pvbench-benchmark"
 SERVICE_ACCOUNT = "pvbench-workflow"
 CLEANUP_SERVICE_ACCOUNT = "pvbench-cleanup"  # the exit handler's: may delete the run's leftover pods
+# Argo's executor (init/wait containers) reports outputs through WorkflowTaskResults with this
+# identity's token (a Secret named <name>.service-account-token, which the chart makes); the
+# step containers themselves get no token (automountServiceAccountToken: false).
+EXECUTOR_SERVICE_ACCOUNT = "pvbench-executor"
+# Limits the chart sets (values benchmark.maxStorageClasses): read by `pvbench validate` from
+# this ConfigMap through an environment variable, so a submitted parameter cannot raise them.
+LIMITS_CONFIGMAP = "pvbench-limits"
+MAX_STORAGE_CLASSES_KEY = "max-storage-classes"
+MAX_STORAGE_CLASSES_ENV = "PVBENCH_MAX_STORAGE_CLASSES"
+DEFAULT_MAX_STORAGE_CLASSES = 8
 ARTIFACT_REPOSITORY_CONFIGMAP = "pvbench-artifact-repository"
 ARTIFACT_REPOSITORY_KEY = "default"
 
@@ -39,6 +49,7 @@ CELL_OUT_DIR = "/tmp/pvbench/out"
 STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
+REPORT_PROJECT_DIR = "/tmp/pvbench/evidence"  # the report step's writable copy of the Evidence project
 CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, more
 VALIDATE_OUT_DIR = "/tmp/pvbench/validate"  # `pvbench validate --outputs`: cell-timeout
 

@@ -35,6 +35,25 @@ def check_parameters(given: dict[str, str], known: dict[str, dict]) -> None:
             raise SubmitError(f"parameter {name}={value!r} is not one of {enum}")
 
 
+def read_token(*, token: str | None = None, token_file: Path | None = None,
+               env: dict[str, str] | None = None) -> str | None:
+    """The Argo Server bearer token: --token-file (or $ARGO_TOKEN_FILE), else $ARGO_TOKEN, else the
+    deprecated --token. Never read from a plain option by default: a command line is visible
+    to every user of the machine (ps), an environment variable or a file is not."""
+    import os
+
+    env = os.environ if env is None else env
+    if token_file is not None:
+        try:
+            text = token_file.read_text().strip()
+        except OSError as exc:
+            raise SubmitError(f"cannot read the token file {token_file}: {exc.strerror or exc}") from None
+        if not text:
+            raise SubmitError(f"the token file {token_file} is empty")
+        return text
+    return token or env.get("ARGO_TOKEN") or None
+
+
 def parse_pairs(items: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.cli.common import fail, parse_labels, split_list
-from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT
+from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
 from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
 
 app = typer.Typer(
@@ -129,6 +129,10 @@ def validate(
         help="How long a cell may wait for its volume; part of each cell's deadline")] = "10m",
     outputs: Annotated[Optional[Path], typer.Option(
         help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo")] = None,
+    max_storage_classes: Annotated[int, typer.Option(
+        envvar=MAX_STORAGE_CLASSES_ENV, min=1,
+        help="At most this many storage classes in one run (the chart's benchmark.maxStorageClasses)")]
+        = DEFAULT_MAX_STORAGE_CLASSES,
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
@@ -140,6 +144,10 @@ def validate(
     from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
     from pvbench.profiles import parse_seconds, parse_size
 
+    classes = split_list(storage_classes)
+    if len(classes) > max_storage_classes:
+        fail(f"{len(classes)} storage classes in one run; at most {max_storage_classes} are allowed "
+             f"(the chart's benchmark.maxStorageClasses): split them over several runs")
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
     deadline = 0.0
     try:
