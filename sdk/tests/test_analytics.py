@@ -132,3 +132,43 @@ def test_empty_store_is_a_clear_error(tmp_path):
     proc = subprocess.run(PVBENCH + ["aggregate", "--store", str(tmp_path), "--campaign", "x"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no results in" in proc.stderr
+
+
+def test_each_cell_counted_once_and_bad_documents_named(tmp_path, thesis_store):
+    import shutil
+
+    store = tmp_path / "s"
+    keys = sorted(p.relative_to(thesis_store) for p in thesis_store.rglob("result.json"))[:40]
+    for key in keys:
+        (store / key).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(thesis_store / key, store / key)
+    # the same document under a second key that sorts first: the copy at the layout's key is the one counted
+    copy = store / "results" / "campaign=thesis" / "a-copy" / "result.json"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(store / keys[0], copy)
+    bad = {"empty": "", "foo": '{"foo": 1}', "v2": '{"schema_version": "pvbench.result/v2"}',
+           "cut": (store / keys[1]).read_text()[:50]}
+    for name, text in bad.items():
+        path = store / "results" / "campaign=thesis" / name / "result.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    warnings = []
+    con = build_tables(open_store(store), "thesis", extras=False, warn=warnings.append)
+    assert con.execute("select count(*) from raw_results").fetchone()[0] == 40
+    skipped = dict(con.execute("select source_key, problem from skipped_results").fetchall())
+    assert skipped[copy.relative_to(store).as_posix()] == "duplicate"
+    assert sorted(skipped.values()) == ["duplicate", "invalid", "invalid", "invalid", "other-schema"]
+    assert len(warnings) == 5 and any("counted once" in w for w in warnings)
+    counted = {Path(k).relative_to(store).as_posix() for (k,) in con.execute("select source_key from raw_results").fetchall()}
+    assert keys[0].as_posix() in counted and "a-copy" not in " ".join(counted)
+
+
+def test_result_values_are_finite_and_non_negative():
+    from pydantic import ValidationError
+
+    for value in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValidationError):
+            DirectionMetrics(direction="read", iops=value)
+        with pytest.raises(ValidationError):
+            DirectionMetrics(direction="write", lat_p99_us=value)
+    assert DirectionMetrics(direction="read", iops=0.0, lat_mean_us=0.0).iops == 0.0

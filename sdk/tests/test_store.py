@@ -47,3 +47,69 @@ def test_unreachable_s3_is_retried_then_reported(monkeypatch):
     store.attempts, store.backoff_s = 3, 0.01
     with pytest.raises(StoreError, match="failed after 3 attempts"):
         store.put_bytes("k", b"v")
+
+
+def test_labels_with_one_slug_are_refused():
+    from pvbench.store.layout import check_distinct, check_distinct_keys
+
+    check_distinct("occasion", ["night", "day"])
+    with pytest.raises(ValueError, match="'Night' and 'night'.*occasion=night"):
+        check_distinct("occasion", ["Night", "night"])
+    with pytest.raises(ValueError, match="listed twice"):
+        check_distinct("occasion", ["night", "night"])
+    a = CellKey("c", "r", "o", "sc", "custom", "read", 1)
+    with pytest.raises(ValueError, match="one would overwrite the other"):
+        check_distinct_keys([("first", a), ("second", CellKey("c", "r", "o", "sc", "custom", "read", 1))])
+
+
+def test_failed_local_write_leaves_no_temporary_file(tmp_path):
+    store = LocalStore(tmp_path)
+    (tmp_path / "results").write_text("a file where a directory goes")
+    with pytest.raises(StoreError, match="cannot write"):
+        store.put_bytes("results/a/result.json", b"x")
+    (tmp_path / "results").unlink()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "result.json").mkdir()  # rename onto a directory fails after the write
+    with pytest.raises(StoreError):
+        store.put_bytes("results/result.json", b"x")
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("endpoint", ["user:pass@127.0.0.1:9000", "127.0.0.1:9000/path", "http://a b"])
+def test_endpoint_must_be_host_port(monkeypatch, endpoint):
+    monkeypatch.setenv("PVBENCH_S3_ENDPOINT", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    with pytest.raises(StoreError, match="not host:port") as err:
+        open_store("s3://bucket/p")
+    assert "pass@" not in str(err.value)
+
+
+def test_check_finds_a_missing_bucket_and_wrong_credentials(s3_store_url, monkeypatch):
+    open_store(s3_store_url).check()  # the fixture's bucket: fine, and no check object left behind
+    assert not list(open_store(s3_store_url).list_keys(""))
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store("s3://no-such-bucket-here/p").check()
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(StoreError, match="SignatureDoesNotMatch"):
+        open_store(s3_store_url).check()
+
+
+def test_spool_failure_does_not_lose_an_uploaded_result(tmp_path, s3_store_url):
+    from pvbench.cells.publish import publish
+    from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
+
+    doc = ResultDocument(identity=CellIdentity(campaign="c", run="r", occasion="o", storage_class="sc",
+                                               profile="p", workload="w", rep=1),
+                         workload=WorkloadSpec(), provenance=Provenance(source="test", pvbench_version="0"),
+                         metrics=[DirectionMetrics(direction="read", iops=1.0)])
+    spool = tmp_path / "spool"
+    spool.write_text("not a directory: every spool write fails")
+    outcome = publish(doc, "{}", open_store(s3_store_url), spool)
+    assert outcome.stored and "not spooled" in outcome.error
+    assert open_store(s3_store_url).exists(outcome.key)
+    # both down: not stored, and the error says it was not spooled either
+    bad = open_store(str(tmp_path / "store"))
+    (tmp_path / "store").write_text("not a directory either")
+    outcome = publish(doc, "{}", bad, spool)
+    assert not outcome.stored and outcome.spooled_at is None and "not spooled either" in outcome.error

@@ -1,10 +1,12 @@
--- raw_results: every result.json under the selected prefix, one row per document, as written.
+-- raw_results: the result.json documents under the selected prefix that count, one row per document,
+-- as written. The runner (pvbench.analytics.runner.select_documents) lists them: each valid v1
+-- document, each cell identity once; the others are in skipped_results, with the reason.
 -- The column types are the result schema v1 (sdk/pvbench/results/schema.py), spelled out so
 -- DuckDB never has to guess (4x faster than auto-detection, and a schema drift fails loudly).
 -- test_analytics.py checks these field lists against the pydantic model.
 select *
 from read_json(
-    getvariable('results_glob'),
+    getvariable('result_files'),
     format = 'auto',
     -- the path's name=value segments repeat what the document says; read the document only
     hive_partitioning = false,

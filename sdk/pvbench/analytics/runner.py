@@ -7,11 +7,14 @@ files by the tables they mention, binds where the results are, and writes output
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
@@ -35,6 +38,20 @@ FAILURES_COLUMNS: dict[str, str] = {
     "rep": "INTEGER",
     "finished_at": "VARCHAR",
 }
+
+
+# The documents left out of an aggregation, and why (runner-made, read by 1_raw/skipped_results.sql):
+# unreadable or invalid ones, other schema versions, and second copies of a cell already counted.
+SKIPPED_TABLE = "skipped_results_input"
+SKIPPED_COLUMNS: dict[str, str] = {
+    "source_key": "VARCHAR",  # the store key of the document left out
+    "problem": "VARCHAR",  # invalid | other-schema | duplicate
+    "reason": "VARCHAR",
+    "counted_as": "VARCHAR",  # for a duplicate: the key of the copy that was counted
+}
+MAX_WARNINGS = 10
+
+log = logging.getLogger("pvbench.analytics")
 
 
 class AnalyticsError(RuntimeError):
@@ -125,25 +142,111 @@ def install_failures(con: duckdb.DuckDBPyConnection, failures: list[dict] | None
                         [[row.get(name) for name in FAILURES_COLUMNS] for row in failures])
 
 
+def _read(text: str):
+    """(document, None), or (None, (problem, reason)) if this text is not a document this pvbench counts."""
+    from pydantic import ValidationError
+
+    from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
+
+    if not text.strip():
+        return None, ("invalid", "empty file")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, ("invalid", f"not valid JSON (truncated or corrupt?): {exc}")
+    if not isinstance(data, dict) or "schema_version" not in data:
+        return None, ("invalid", "not a pvbench result document (no schema_version)")
+    if data["schema_version"] != SCHEMA_VERSION:
+        return None, ("other-schema", f"schema_version {data['schema_version']!r}; this pvbench reads {SCHEMA_VERSION}")
+    try:
+        return ResultDocument.model_validate(data), None
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return None, ("invalid", f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}")
+
+
+def select_documents(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None,
+                     run: str | None) -> tuple[list[str], list[dict]]:
+    """Which result.json documents to count: (store keys, [SKIPPED_COLUMNS rows]).
+
+    Each document is read as text and validated against the result schema; one that is
+    unreadable, invalid or of another schema version is left out with its reason instead of
+    failing the whole campaign. Each cell identity is counted once: a copy of a result under a
+    second key (the same campaign/run/occasion/storage class/profile/workload/rep inside) is
+    left out, the copy at the key the layout gives that identity being the one counted.
+    """
+    from pvbench.cells.publish import key_of
+
+    base = store.duckdb_path("")
+    base = base if base.endswith("/") else base + "/"
+    try:
+        rows = con.execute("select filename, content from read_text(?) order by filename",
+                           [store.duckdb_path(results_glob(campaign, run))]).fetchall()
+    except duckdb.Error as exc:
+        raise AnalyticsError(f"cannot read the results in {store.url}: {exc}") from exc
+    skipped: list[dict] = []
+    by_cell: dict[str, list[str]] = {}
+    for filename, content in rows:
+        key = filename.removeprefix(base)
+        doc, problem = _read(content)
+        if problem is not None:
+            skipped.append({"source_key": key, "problem": problem[0], "reason": problem[1], "counted_as": None})
+            continue
+        by_cell.setdefault(key_of(doc).result_key(), []).append(key)
+    counted = []
+    for cell, keys in by_cell.items():
+        keep = cell if cell in keys else keys[0]
+        counted.append(keep)
+        for key in keys:
+            if key != keep:
+                skipped.append({"source_key": key, "problem": "duplicate", "counted_as": keep,
+                                "reason": f"the same cell as {keep} (its identity says so), counted once"})
+    return sorted(counted), sorted(skipped, key=lambda r: r["source_key"])
+
+
+def install_skipped(con: duckdb.DuckDBPyConnection, skipped: list[dict]) -> None:
+    columns = ", ".join(f"{name} {kind}" for name, kind in SKIPPED_COLUMNS.items())
+    con.execute(f"CREATE OR REPLACE TABLE {SKIPPED_TABLE} ({columns})")
+    if skipped:
+        marks = ", ".join("?" for _ in SKIPPED_COLUMNS)
+        con.executemany(f"INSERT INTO {SKIPPED_TABLE} VALUES ({marks})",
+                        [[row.get(name) for name in SKIPPED_COLUMNS] for row in skipped])
+
+
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
                  root: Path | None = None, limits: Path | str | None = None,
-                 extras: bool = True, failures: list[dict] | None = None) -> duckdb.DuckDBPyConnection:
+                 extras: bool = True, failures: list[dict] | None = None,
+                 warn: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
     """Run every model over the results under campaign/run; returns the connection holding the tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml); pvbench.stats turns it into tables the models read.
     ``extras=False`` skips the Python-made tables (report_comparisons) when only SQL ones are needed.
     ``failures``: rows of FAILURES_COLUMNS, what failed in the run (report_failures shows them).
+    ``warn``: gets one line per document left out (select_documents); default: the logging module.
     """
     from pvbench.stats import hooks
 
     root = root or analytics_dir()
     prefix = results_prefix(campaign, run)
+    failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
     if not any(k.endswith(RESULT_FILE) for k in store.list_keys(prefix)):
-        failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
         raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
     con = connect(store)
-    con.execute("SET VARIABLE results_glob = ?", [store.duckdb_path(results_glob(campaign, run))])
+    counted, skipped = select_documents(con, store, campaign, run)
+    warn = warn or log.warning
+    for row in skipped[:MAX_WARNINGS]:
+        what = "counted once" if row["problem"] == "duplicate" else "skipped"
+        warn(f"{what}: {row['source_key']}: {row['reason']}")
+    if len(skipped) > MAX_WARNINGS:
+        warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
+    if not counted:
+        raise AnalyticsError(f"no valid results in {store.url}/{prefix}: {len(skipped)} document(s) left out"
+                             + (f"; what failed:{failed}" if failed else ""))
+    con.execute("SET VARIABLE result_files = ?", [[store.duckdb_path(k) for k in counted]])
+    install_skipped(con, skipped)
     load_seeds(con, root)
     install_failures(con, failures)
     hooks.before_models(con, store, limits)
@@ -182,9 +285,10 @@ def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str
 
 def aggregate(store: Store, campaign: str | None, run: str | None = None,
               out: Path | None = None, limits: Path | str | None = None,
-              failures: list[dict] | None = None) -> tuple[str, dict[str, int]]:
+              failures: list[dict] | None = None,
+              warn: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
     """Aggregate and write Parquet: to ``out`` if given, else into the store's analytics prefix."""
-    con = build_tables(store, campaign, run, limits=limits, failures=failures)
+    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn)
     if out is not None:
         counts = write_parquet(con, out)
         return str(out), counts

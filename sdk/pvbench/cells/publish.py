@@ -36,26 +36,48 @@ def publish(doc: ResultDocument, raw_fio: str | None, store: Store, spool: Path 
     files = [] if raw_fio is None else [(key.raw_fio_key(), raw_fio.encode())]
     files.append((key.result_key(), doc.to_json()))
     # A remote store is spooled first (a crash mid-upload loses nothing); a local one is
-    # written directly and spooled only if that write fails.
+    # written directly and spooled only if that write fails. A spool that cannot take the
+    # result (full disk) does not stop the upload: the result is lost only if both fail.
     spool_first = spool is not None and not isinstance(store, LocalStore)
+    spool_error = None
     if spool_first:
-        _write(LocalStore(spool), files)
+        spool_error = _spool(spool, files)
     try:
         _write(store, files)
     except (OSError, StoreError) as exc:
+        error = str(exc)
         if spool is not None and not spool_first:
-            _write(LocalStore(spool), files)
-        spooled_at = spool / key.result_key() if spool is not None else None
-        return Published(key.result_key(), stored=False, spooled_at=spooled_at, error=str(exc))
-    if spool_first:
-        for name, _ in files:
-            (spool / name).unlink(missing_ok=True)
-    return Published(key.result_key(), stored=True)
+            spool_error = _spool(spool, files)
+        if spool is None or spool_error:
+            lost = f"; not spooled either: {spool_error}" if spool_error else ""
+            return Published(key.result_key(), stored=False, error=error + lost)
+        return Published(key.result_key(), stored=False, spooled_at=spool / key.result_key(), error=error)
+    if spool_first and not spool_error:
+        _unspool(spool, files)
+    return Published(key.result_key(), stored=True, error=f"not spooled: {spool_error}" if spool_error else None)
 
 
 def _write(store: Store, files: list[tuple[str, bytes]]) -> None:
     for name, data in files:
         store.put_bytes(name, data)
+
+
+def _spool(spool: Path, files: list[tuple[str, bytes]]) -> str | None:
+    """Write the files to the spool; on failure remove what was written and return the error."""
+    try:
+        _write(LocalStore(spool), files)
+    except (OSError, StoreError) as exc:
+        _unspool(spool, files)
+        return str(exc)
+    return None
+
+
+def _unspool(spool: Path, files: list[tuple[str, bytes]]) -> None:
+    for name, _ in files:
+        try:
+            (spool / name).unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def pending(spool: Path) -> list[str]:
@@ -64,7 +86,13 @@ def pending(spool: Path) -> list[str]:
 
 
 def flush(spool: Path, store: Store) -> tuple[list[str], list[tuple[str, str]]]:
-    """Upload everything in the spool; returns (uploaded keys, [(key, error)])."""
+    """Upload everything in the spool; returns (uploaded keys, [(key, error)]).
+
+    A spool that is not a directory is an error (StoreError), not "nothing to upload".
+    """
+    if not spool.is_dir():
+        raise StoreError(f"spool directory {spool} does not exist" if not spool.exists()
+                         else f"spool {spool} is not a directory")
     done, failed = [], []
     local = LocalStore(spool)
     for result_key in pending(spool):

@@ -32,15 +32,22 @@ def local_run(
     from pvbench.local.config import ConfigError, load_config
     from pvbench.local.runner import default_run_id, plan_run, run_local
     from pvbench.profiles import ProfileError
+    from pvbench.store import open_store
     from pvbench.store.backends import StoreError
+    from pvbench.store.layout import check_distinct, check_distinct_keys
 
     try:
         cfg = load_config(config)
         run_id = check_label("run", run or default_run_id())
+        check_distinct("occasion", cfg.occasions)
         for name in occasion or []:
             if name not in cfg.occasions:
                 raise ConfigError(f"occasion {name!r} is not in the config's occasions {cfg.occasions}")
+        check_distinct("occasion", occasion or [])
         plans = plan_run(cfg, run_id, occasion)
+        check_distinct_keys((p.cell.describe(), p.cell.key) for p in plans)
+        # The store is checked before the first cell (also with --dry-run): reachable, bucket there, writable.
+        open_store(cfg.store).check()
     except (ConfigError, ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     per_cell = plans[0].timing.ramp_s + plans[0].timing.runtime_s
@@ -73,11 +80,15 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
+    warnings: list[str] = []
     try:
         with console.status("aggregating with DuckDB"):
-            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits, failures=failures)
+            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits, failures=failures,
+                                      warn=warnings.append)
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
+    for line in warnings:
+        console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
     console.print(f"aggregated into {where}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
     for f in failures or []:
         what = f"{f['storage_class']} · {f['workload']} rep {f['rep']}" if f["storage_class"] else f["node"]
@@ -120,10 +131,15 @@ def summary_cmd(
     from pvbench.analytics import AnalyticsError, build_tables
     from pvbench.store import open_store
 
+    from pvbench.store.backends import StoreError
+
+    warnings: list[str] = []
     try:
-        con = build_tables(open_store(store), campaign)
-    except AnalyticsError as exc:
+        con = build_tables(open_store(store), campaign, warn=warnings.append)
+    except (AnalyticsError, StoreError) as exc:
         fail(str(exc))
+    for line in warnings:
+        console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
     rows = con.execute(
         "select workload_title, direction, storage_class, unit, mean, sd, cv, n, rank from report_overview"
     ).fetchall()
@@ -142,21 +158,28 @@ def import_thesis_csv(
 ) -> None:
     """Import published per-run results (long CSV) with their labels kept verbatim."""
     from pvbench.cells.publish import publish
-    from pvbench.importers.thesis_csv import ImportError_, read_documents
+    from pvbench.importers.thesis_csv import ImportError_, read_import
     from pvbench.store import open_store
+    from pvbench.store.backends import StoreError
 
     try:
-        docs = read_documents(path, campaign, run)
+        read = read_import(path, campaign, run)
         target = open_store(store)
-    except (ImportError_, OSError, ValueError) as exc:
+        target.check()
+    except (ImportError_, OSError, ValueError, StoreError) as exc:
         fail(str(exc))
-    failed = 0
-    for doc in docs:
-        if not publish(doc, None, target, None).stored:
-            failed += 1
-    console.print(f"imported {len(docs) - failed} result(s) into {target.url} (campaign {campaign})")
-    if failed:
-        fail(f"{failed} result(s) could not be stored", code=3)
+    for note in read.skipped:
+        console.print(f"[yellow]skipped[/] {note}", soft_wrap=True)
+    errors = []
+    for doc in read.documents:
+        outcome = publish(doc, None, target, None)
+        if not outcome.stored:
+            errors.append(outcome.error)
+    stored = len(read.documents) - len(errors)
+    console.print(f"imported {stored} result(s) into {target.url} (campaign {campaign})"
+                  + (f"; {len(read.skipped)} duplicate row(s) skipped" if read.skipped else ""))
+    if errors:
+        fail(f"{len(errors)} result(s) could not be stored: {errors[0]}", code=3)
 
 
 # `pvbench compare` at the top level (the CI/Argo Events gate); the same command is `pvbench stats compare`.

@@ -7,14 +7,34 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 _err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a readable error (no traceback) and exit."""
-    _err.print(f"[bold red]error:[/] {message}")
+    """Print a readable error (no traceback) and exit. The message is text, not rich markup:
+    a '[global]' or a path with brackets in it is printed as it is."""
+    _err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
+
+
+def open_store_or_fail(url: str, check: bool = False):
+    """The store at ``url``; with ``check`` also reachable and writable (before anything runs).
+
+    A bad URL, missing S3 settings, a missing bucket or wrong credentials end the command
+    with one line (exit 2), never a traceback.
+    """
+    from pvbench.store import open_store
+    from pvbench.store.backends import StoreError
+
+    try:
+        store = open_store(url)
+        if check:
+            store.check()
+    except StoreError as exc:
+        fail(str(exc))
+    return store
 
 
 def split_list(value: str | None) -> list[str]:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pvbench.cli.common import fail, parse_labels, split_list
+from pvbench.cli.common import fail, open_store_or_fail, parse_labels, split_list
 from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
 from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
 
@@ -85,12 +85,16 @@ def profiles_show(
 def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests):
     from pvbench.cells.matrix import expand
 
+    from pvbench.store.layout import check_distinct_keys
+
     try:
-        return expand(campaign=campaign, run=run, occasion=occasion, storage_classes=split_list(storage_classes),
-                      profiles=split_list(profiles), repetitions=repetitions, seed=seed,
-                      tests=split_list(tests) or None)
+        cells = expand(campaign=campaign, run=run, occasion=occasion, storage_classes=split_list(storage_classes),
+                       profiles=split_list(profiles), repetitions=repetitions, seed=seed,
+                       tests=split_list(tests) or None)
+        check_distinct_keys((cell.describe(), cell.key) for cell in cells)
     except (ProfileError, ValueError) as exc:
         fail(str(exc))
+    return cells
 
 
 CampaignOpt = Annotated[str, typer.Option(help="Campaign label (groups runs that belong together)")]
@@ -215,6 +219,8 @@ def fio_step(
                              f"{cell.key.prefix()!r}; the template and pvbench disagree")
         plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
         store_obj = open_store(store) if store else None
+        if store_obj is not None:
+            store_obj.check()  # reachable, bucket there, writable: before fio, not after it
     except (ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
@@ -236,7 +242,9 @@ def fio_step(
     if store_obj is not None:
         outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))
         if not outcome.stored:
-            fail(f"result could not be stored ({outcome.error}); kept at {outcome.spooled_at}", code=3)
+            kept = f"kept at {outcome.spooled_at}" if outcome.spooled_at else (
+                f"only in {out}" if out else "not kept anywhere")
+            fail(f"result could not be stored ({outcome.error}); {kept}", code=3)
         console.print(f"  stored {store_obj.url}/{outcome.key}")
 
 
@@ -248,9 +256,15 @@ def store_flush(
 ) -> None:
     """Upload results that were kept on disk because the store was unreachable."""
     from pvbench.cells.publish import flush
-    from pvbench.store import open_store
+    from pvbench.store.backends import StoreError
 
-    done, failed = flush(spool, open_store(store))
+    if not spool.is_dir():
+        fail(f"spool directory {spool} does not exist" if not spool.exists() else f"spool {spool} is not a directory")
+    target = open_store_or_fail(store, check=True)
+    try:
+        done, failed = flush(spool, target)
+    except StoreError as exc:
+        fail(str(exc))
     console.print(f"uploaded {len(done)} result(s)")
     for key, error in failed:
         console.print(f"[red]still pending[/] {key}: {error}")
@@ -263,12 +277,20 @@ def store_ls(store: Annotated[str, typer.Argument(help="Store URL")],
              campaign: Annotated[Optional[str], typer.Option()] = None,
              run: Annotated[Optional[str], typer.Option()] = None) -> None:
     """List result keys in the store."""
-    from pvbench.store import open_store
+    from pvbench.store.backends import S3Store, StoreError
     from pvbench.store.layout import RESULT_FILE, results_prefix
 
-    for key in open_store(store).list_keys(results_prefix(campaign, run)):
-        if key.endswith(RESULT_FILE):
-            print(key)
+    target = open_store_or_fail(store)
+    if isinstance(target, S3Store):
+        target.attempts = 2  # a listing is interactive: a wrong endpoint fails in seconds
+    elif not target.root.is_dir():
+        fail(f"store {target.root} does not exist")
+    try:
+        keys = [k for k in target.list_keys(results_prefix(campaign, run)) if k.endswith(RESULT_FILE)]
+    except (StoreError, ValueError) as exc:
+        fail(str(exc))
+    for key in keys:
+        print(key)
 
 
 def _register() -> None:

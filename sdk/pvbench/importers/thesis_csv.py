@@ -10,8 +10,12 @@ result document in the usual key layout, so analytics and the report need nothin
 from __future__ import annotations
 
 import csv
+import math
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from pvbench import __version__
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
@@ -45,15 +49,40 @@ def _started(text: str) -> datetime | None:
     return None
 
 
+@dataclass
+class ImportRead:
+    documents: list[ResultDocument]
+    """One per cell, in file order: exactly what will be written."""
+    skipped: list[str] = field(default_factory=list)
+    """Rows left out, with why (a row repeated verbatim)."""
+
+
 def read_documents(path: Path, campaign: str, run: str | None = None) -> list[ResultDocument]:
-    """Parse the whole file first: a bad row fails the import before anything is stored."""
-    docs = []
+    return read_import(path, campaign, run).documents
+
+
+def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead:
+    """Parse the whole file first: a bad row fails the import before anything is stored.
+
+    Every row must be its own cell: two labels that differ only in case or punctuation
+    (``Azure Disk`` / ``azure-disk``) would share a store key and overwrite each other, so they
+    are refused, naming both lines; so is a cell given twice with different values. A row
+    repeated verbatim is skipped and reported. Values must be finite and non-negative.
+    """
+    from pvbench.cells.publish import key_of
+
+    docs: list[ResultDocument] = []
+    skipped: list[str] = []
+    seen: dict[str, tuple[int, dict, ResultDocument]] = {}  # store key -> (line, row, document)
     with path.open(newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise ImportError_(f"{path}: missing columns {missing}; expected {COLUMNS}")
         for line, row in enumerate(reader, start=2):
+            if any(row.get(c) is None for c in COLUMNS):
+                raise ImportError_(f"line {line}: {len([v for v in row.values() if v is not None])} fields, "
+                                   f"expected {len(COLUMNS)}")
             unit = row["unit"].strip()
             metric = UNIT_METRIC.get(unit.lower())
             if metric is None:
@@ -63,9 +92,12 @@ def read_documents(path: Path, campaign: str, run: str | None = None) -> list[Re
                 rep = int(row["run"])
             except ValueError as exc:
                 raise ImportError_(f"line {line}: {exc}") from exc
+            if not math.isfinite(value) or value < 0:
+                raise ImportError_(f"line {line}: value {row['value'].strip()!r} is not a finite, non-negative "
+                                   f"{unit} figure")
             label = row["metric"].strip()
-            docs.append(
-                ResultDocument(
+            try:
+                doc = ResultDocument(
                     identity=CellIdentity(
                         campaign=campaign,
                         run=run or row["platform"].strip(),
@@ -85,5 +117,31 @@ def read_documents(path: Path, campaign: str, run: str | None = None) -> list[Re
                     ),
                     metrics=[DirectionMetrics(direction=_direction(label, line), **{metric: value})],
                 )
-            )
-    return docs
+                key = key_of(doc).result_key()
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ImportError_(f"line {line}: {where}: {first['msg']}") from exc
+            except ValueError as exc:  # a label with no key-safe character
+                raise ImportError_(f"line {line}: {exc}") from exc
+            if key in seen:
+                first_line, first_row, first_doc = seen[key]
+                if {c: row[c].strip() for c in COLUMNS} == {c: first_row[c].strip() for c in COLUMNS}:
+                    skipped.append(f"line {line}: repeats line {first_line} verbatim")
+                    continue
+                if first_doc.identity == doc.identity:
+                    raise ImportError_(f"lines {first_line} and {line} give the same cell ({_cell(doc)}) "
+                                       "different values; remove one")
+                a, b = first_doc.identity, doc.identity
+                differ = [f for f in ("run", "occasion", "storage_class", "workload") if getattr(a, f) != getattr(b, f)]
+                labels = "; ".join(f"{f} {getattr(a, f)!r} and {getattr(b, f)!r}" for f in differ)
+                raise ImportError_(f"lines {first_line} and {line}: {labels} would be stored under the same key "
+                                   "(labels that differ only in case or punctuation overwrite each other); rename one")
+            seen[key] = (line, row, doc)
+            docs.append(doc)
+    return ImportRead(docs, skipped)
+
+
+def _cell(doc: ResultDocument) -> str:
+    i = doc.identity
+    return f"{i.run} · occasion {i.occasion} · {i.storage_class} · {i.workload} · run {i.rep}"

@@ -9,13 +9,19 @@ same names (analytics/models/raw_results.sql); a test keeps the two in step.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "pvbench.result/v1"
 
 Direction = Literal["read", "write"]
+
+# A measured quantity: finite (no NaN, no ±inf) and never negative. Rates, sizes and
+# latencies cannot be below zero; a NaN or inf from a broken parser or a CSV would
+# otherwise pass straight into every mean and interval.
+Measure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
 
 
 class _Strict(BaseModel):
@@ -41,14 +47,14 @@ class WorkloadSpec(_Strict):
 
     rw: str | None = None
     bs: str | None = None
-    bs_bytes: int | None = None
+    bs_bytes: Count | None = None
     iodepth: int | None = None
     numjobs: int | None = None
     rwmixread: int | None = None
     fsync: int | None = None
-    ramp_s: float | None = None
-    runtime_s: float | None = None
-    size_bytes: int | None = None
+    ramp_s: Measure | None = None
+    runtime_s: Measure | None = None
+    size_bytes: Count | None = None
     group: str | None = Field(default=None, description="Family for curves, e.g. randread or mix70")
     load: str | None = Field(default=None, description="Load level label, e.g. qd1, qd32, qd1x32, p80")
     title: str | None = Field(default=None, description="Human title, e.g. 'Random read IOPS'")
@@ -62,15 +68,15 @@ class DirectionMetrics(_Strict):
     """
 
     direction: Direction
-    iops: float | None = None
-    bw_mib_s: float | None = None
-    io_bytes: int | None = None
-    runtime_ms: int | None = None
-    lat_mean_us: float | None = None
-    lat_p50_us: float | None = None
-    lat_p90_us: float | None = None
-    lat_p99_us: float | None = None
-    lat_p999_us: float | None = None
+    iops: Measure | None = None
+    bw_mib_s: Measure | None = None
+    io_bytes: Count | None = None
+    runtime_ms: Count | None = None
+    lat_mean_us: Measure | None = None
+    lat_p50_us: Measure | None = None
+    lat_p90_us: Measure | None = None
+    lat_p99_us: Measure | None = None
+    lat_p999_us: Measure | None = None
     lat_kind: Literal["lat", "clat"] | None = Field(
         default=None, description="Which fio latency the percentiles are of: total (lat) or completion (clat)"
     )
@@ -92,7 +98,7 @@ class Provenance(_Strict):
     fio_options: dict[str, str] = Field(default_factory=dict)
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    cpu_seconds: float | None = Field(default=None, description="usr+sys CPU of fio, for the cost model")
+    cpu_seconds: Measure | None = Field(default=None, description="usr+sys CPU of fio, for the cost model")
     notes: dict[str, str] = Field(default_factory=dict)
 
 

@@ -6,9 +6,12 @@ importer and the analytics runner never care where results live.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -17,6 +20,14 @@ from urllib.parse import urlparse
 
 class StoreError(RuntimeError):
     """The store could not be reached or refused an operation."""
+
+
+# host or [ipv6], optional :port; nothing else (no user:password@, no path)
+_ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# S3 answers that retrying cannot change: fail at once with the server's word for it.
+_PERMANENT = {"NoSuchKey", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+              "InvalidBucketName", "AllAccessDisabled", "AccountProblem", "InvalidToken", "ExpiredToken"}
 
 
 class Store(Protocol):
@@ -29,6 +40,10 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
 
     def list_keys(self, prefix: str) -> Iterator[str]: ...
+
+    def check(self) -> None:
+        """Raise StoreError unless the store is reachable and writable (called before any cell runs)."""
+        ...
 
     def duckdb_path(self, key_or_glob: str) -> str:
         """The same key as a path DuckDB can read (a file path or an s3:// URL)."""
@@ -48,12 +63,21 @@ class LocalStore:
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         # Write-then-rename: a reader never sees half a result, a rerun of the same
-        # cell replaces it atomically (idempotent by key).
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        # cell replaces it atomically (idempotent by key). A failed write (full disk,
+        # read-only, permissions) leaves neither the temporary file nor a partial result,
+        # and raises one StoreError naming the file.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        except OSError as exc:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def get_bytes(self, key: str) -> bytes:
         return self._path(key).read_bytes()
@@ -71,6 +95,23 @@ class LocalStore:
 
     def duckdb_path(self, key_or_glob: str) -> str:
         return str(self.root / key_or_glob)
+
+    def check(self) -> None:
+        """Before anything runs: the directory exists (or can be made) and takes a file."""
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"store {self.root} is not a directory")
+        probe = f"results/.pvbench-check.{os.getpid()}"  # where results go: the directory results/ must take files
+        made = [d for d in [self.root / "results", *(self.root / "results").parents] if not d.exists()]
+        try:
+            self.put_bytes(probe, b"ok")
+        except StoreError as exc:
+            raise StoreError(f"store {self.root} is not writable: {exc}") from exc
+        finally:  # leave no trace: the probe goes, and so do the directories made for it
+            with contextlib.suppress(OSError):
+                (self.root / probe).unlink(missing_ok=True)
+            for directory in made:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
 
 
 @dataclass
@@ -103,7 +144,11 @@ class S3Settings:
         ]
         if missing:
             raise StoreError(f"an s3:// store needs the environment variables {', '.join(missing)}")
-        endpoint = endpoint.removeprefix("http://").removeprefix("https://")
+        endpoint = endpoint.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
+        if not _ENDPOINT.match(endpoint):
+            shown = "…@" + endpoint.rsplit("@", 1)[1] if "@" in endpoint else endpoint
+            raise StoreError(f"PVBENCH_S3_ENDPOINT {shown!r} is not host:port (no user:password@, no path; "
+                             "credentials go in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
         secure = os.environ.get("PVBENCH_S3_SECURE", "false").lower() in {"1", "true", "yes"}
         return cls(endpoint, access, secret, secure, os.environ.get("AWS_REGION"))
 
@@ -152,15 +197,16 @@ class S3Store:
             try:
                 return action()
             except S3Error as exc:
-                if exc.code in {"NoSuchKey", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
-                                "SignatureDoesNotMatch"}:
+                if exc.code in _PERMANENT:
                     raise StoreError(f"{what}: {exc.code}: {exc.message}") from exc
                 last = exc
+            except (ValueError, TypeError) as exc:  # a bad setting (endpoint, bucket name): not transient
+                raise StoreError(f"{what}: {exc}") from exc
             except Exception as exc:  # connection refused, timeouts, 5xx after urllib3 retries
                 last = exc
             if attempt + 1 < self.attempts:
                 time.sleep(self.backoff_s * (2**attempt))
-        raise StoreError(f"{what} failed after {self.attempts} attempts: {last}") from last
+        raise StoreError(f"{what} failed after {self.attempts} attempts: {_short(last)}") from last
 
     def ensure_bucket(self) -> None:
         def make():
@@ -211,14 +257,44 @@ class S3Store:
     def duckdb_path(self, key_or_glob: str) -> str:
         return f"s3://{self.bucket}/{self._key(key_or_glob)}"
 
+    def check(self, attempts: int = 2) -> None:
+        """Before anything runs: the endpoint answers, the credentials work, the bucket exists and
+        takes an object (written and removed again). Few retries: a wrong setting fails in seconds."""
+        saved = self.attempts, self.backoff_s
+        self.attempts, self.backoff_s = attempts, min(self.backoff_s, 0.5)
+        where = f"store {self.url} (endpoint {self.settings.endpoint})"
+        try:
+            if not self._retry(f"{where}: reach", lambda: self.client.bucket_exists(self.bucket)):
+                raise StoreError(f"{where}: bucket {self.bucket!r} does not exist; create it first "
+                                 f"(e.g. `mc mb ALIAS/{self.bucket}`)")
+            probe = f".pvbench-check.{os.getpid()}"
+            self._retry(f"{where}: write", lambda: self.client.put_object(
+                self.bucket, self._key(probe), io.BytesIO(b"ok"), 2, content_type="text/plain"))
+            self._retry(f"{where}: remove check object", lambda: self.client.remove_object(self.bucket, self._key(probe)))
+        finally:
+            self.attempts, self.backoff_s = saved
+
+
+def _short(exc: BaseException | None) -> str:
+    """The cause of a connection failure in a few words (urllib3 nests it deep in a long repr)."""
+    reason = getattr(exc, "reason", None) or exc
+    text = str(reason)
+    found = re.search(r"\[Errno -?\d+\] [^'\")]+|timed out|Connection refused|Name or service not known", text)
+    return found.group(0) if found else " ".join(text.split())[:200]
+
 
 def open_store(url: str | os.PathLike) -> Store:
     """``s3://bucket[/prefix]`` → S3Store (endpoint/credentials from env); anything else → LocalStore."""
-    text = str(url)
-    if text.startswith("s3://"):
+    text = str(url).strip()
+    if not text:
+        raise StoreError("the store URL is empty: use a directory or s3://bucket/prefix")
+    if text.lower().startswith("s3://"):
         parsed = urlparse(text)
         if not parsed.netloc:
-            raise StoreError(f"store URL {text!r} names no bucket")
+            raise StoreError(f"store URL {text!r} names no bucket: use s3://bucket/prefix")
+        if not _BUCKET.match(parsed.netloc):
+            raise StoreError(f"store URL {text!r}: {parsed.netloc!r} is not an S3 bucket name "
+                             "(3-63 lowercase letters, digits, '.' and '-')")
         return S3Store(parsed.netloc, parsed.path.strip("/"), S3Settings.from_env())
     if text.startswith("file://"):
         text = urlparse(text).path

@@ -39,6 +39,35 @@ def slug(label: str | int) -> str:
     return text
 
 
+def check_distinct(kind: str, labels) -> None:
+    """Refuse labels that would share a key: ``Night`` and ``night`` (or one listed twice).
+
+    Labels keep their case in the result document, keys use the slug; two labels with one
+    slug would silently overwrite each other's results.
+    """
+    seen: dict[str, str] = {}
+    for label in labels:
+        key = slug(label)
+        if key in seen:
+            if seen[key] == label:
+                raise ValueError(f"{kind} {label!r} is listed twice")
+            raise ValueError(f"{kind}s {seen[key]!r} and {label!r} would be stored under the same key "
+                             f"({kind}={key}): labels that differ only in case or punctuation overwrite each "
+                             "other; rename one")
+        seen[key] = label
+
+
+def check_distinct_keys(items) -> None:
+    """``items``: (description, CellKey) pairs; refuse two different cells stored under one key."""
+    seen: dict[str, str] = {}
+    for what, key in items:
+        where = key.result_key()
+        if where in seen:
+            raise ValueError(f"{seen[where]} and {what} would be stored under the same key {key.prefix()}; "
+                             "one would overwrite the other")
+        seen[where] = what
+
+
 @dataclass(frozen=True)
 class CellKey:
     """Identity of one benchmark cell as it appears in the store."""

@@ -1,0 +1,338 @@
+"""The store, results, import and aggregation: nothing lost, nothing injected, nothing counted twice.
+
+Labels keep their case, store keys are slugs: two labels with one slug must be refused, not
+overwrite each other. Aggregation counts each cell once and names every document it leaves out.
+A full disk costs no result S3 accepted and leaves no temporary files. A store that is wrong
+(URL, credentials, endpoint, bucket) is a one-line error before anything runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from faults import Case, Ctx, Outcome, clear_error
+
+HEADER = "platform,solution,occasion,occasion_start,run,metric,unit,value\n"
+
+
+def _csv(ctx: Ctx, *rows: str) -> str:
+    path = ctx.tmp / "runs.csv"
+    path.write_text(HEADER + "".join(r + "\n" for r in rows))
+    return str(path)
+
+
+def _row(solution: str = "Portworx", rep: int = 1, value: str = "100", metric: str = "Random read IOPS",
+         occasion: str = "1") -> str:
+    return f"Azure,{solution},{occasion},Apr 21 12:38:29 2023,{rep},{metric},IOPS,{value}"
+
+
+def _results(store: Path) -> list[Path]:
+    return sorted(store.rglob("result.json")) if store.exists() else []
+
+
+def _hidden(path: Path) -> list[Path]:
+    return [p for p in path.rglob(".*.tmp")] if path.exists() else []
+
+
+def _config(ctx: Ctx, **over) -> str:
+    (ctx.tmp / "media").mkdir(exist_ok=True)
+    cfg = {"campaign": "c", "store": str(ctx.tmp / "store"), "spool": str(ctx.tmp / "spool"),
+           "storage_classes": {"local": str(ctx.tmp / "media")}, "profiles": ["dbench"],
+           "tests": ["randread-iops"], "repetitions": 1, "ramp": "100ms", "runtime": "300ms", "size": "4M"}
+    cfg.update(over)
+    path = ctx.tmp / "pvbench.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def _nothing_ran(ctx: Ctx, proc, *expect: str) -> Outcome:
+    ok, shown = clear_error(proc, *expect)
+    stored = _results(ctx.tmp / "store")
+    return Outcome(ok and not stored, shown, "nothing ran; store untouched" if not stored else f"{len(stored)} stored")
+
+
+# ---------------------------------------------------------------- 1. labels vs keys
+def occasions_differing_in_case(ctx: Ctx) -> Outcome:
+    proc = ctx.cli("local", "run", _config(ctx, occasions=["Night", "night"]), "--dry-run")
+    return _nothing_ran(ctx, proc, "'Night'", "'night'", "same key")
+
+
+def import_labels_one_slug(ctx: Ctx) -> Outcome:
+    store = ctx.tmp / "store"
+    proc = ctx.cli("import", "thesis-csv", _csv(ctx, _row("Azure Disk"), _row("azure-disk"), _row("Portworx")),
+                   "--store", str(store))
+    ok, shown = clear_error(proc, "'Azure Disk'", "'azure-disk'", "lines 2 and 3")
+    stored = _results(store)
+    return Outcome(ok and not stored, shown, "nothing imported" if not stored else f"{len(stored)} files written")
+
+
+def import_row_twice(ctx: Ctx) -> Outcome:
+    store = ctx.tmp / "store"
+    proc = ctx.cli("import", "thesis-csv", _csv(ctx, _row(), _row(), _row(rep=2)), "--store", str(store))
+    err = " ".join(proc.stderr.split())
+    stored = _results(store)
+    said = "imported 2 result(s)" in err and "line 3: repeats line 2" in err
+    ok = proc.returncode == 0 and said and len(stored) == 2 and "Traceback" not in proc.stderr
+    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}", f"{len(stored)} files written")
+
+
+def import_same_cell_two_values(ctx: Ctx) -> Outcome:
+    store = ctx.tmp / "store"
+    proc = ctx.cli("import", "thesis-csv", _csv(ctx, _row(value="100"), _row(value="120")), "--store", str(store))
+    ok, shown = clear_error(proc, "lines 2 and 3", "same cell")
+    stored = _results(store)
+    return Outcome(ok and not stored, shown, "nothing imported" if not stored else f"{len(stored)} files written")
+
+
+# ---------------------------------------------------------------- 2. aggregation: once each, nothing silent
+def _imported_store(ctx: Ctx, reps: int = 3) -> Path:
+    store = ctx.tmp / "store"
+    rows = [_row(sc, rep) for sc in ("Portworx", "OpenEBS") for rep in range(1, reps + 1)]
+    proc = ctx.cli("import", "thesis-csv", _csv(ctx, *rows), "--store", str(store), "--campaign", "c")
+    if proc.returncode != 0:
+        raise RuntimeError(f"import failed: {proc.stderr}")
+    return store
+
+
+def _aggregate(ctx: Ctx, store: Path):
+    out = ctx.tmp / "parquet"
+    proc = ctx.cli("aggregate", "--store", str(store), "--campaign", "c", "--out", str(out))
+    counts = {}
+    if proc.returncode == 0:
+        import duckdb
+
+        for table in ("result_rows", "skipped_results"):
+            counts[table] = duckdb.sql(f"select count(*) from '{out / (table + '.parquet')}'").fetchone()[0]
+    return proc, counts
+
+
+def _copy_key(src: Path, **change: str) -> Path:
+    parts = [(p.split("=")[0] + "=" + change[p.split("=")[0]]) if p.split("=")[0] in change else p for p in src.parts]
+    dst = Path(*parts)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def result_copied_to_second_key(ctx: Ctx) -> Outcome:
+    store = _imported_store(ctx)
+    first = _results(store)[0]
+    copy = _copy_key(first, rep="9")
+    proc, counts = _aggregate(ctx, store)
+    err = " ".join(proc.stderr.split())
+    key = copy.relative_to(store).as_posix()
+    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == 1
+          and "counted once" in err and key in err and "Traceback" not in proc.stderr)
+    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
+                   f"{counts.get('result_rows')} of 6 results counted; copy listed in skipped_results")
+
+
+def _bad_documents(ctx: Ctx, docs: dict[str, str], expect_reasons: list[str]) -> Outcome:
+    store = _imported_store(ctx)
+    template = _results(store)[0]
+    keys = []
+    for rep, (name, text) in enumerate(docs.items(), start=20):
+        path = _copy_key(template, rep=str(rep))
+        path.write_text(text)
+        keys.append(path.relative_to(store).as_posix())
+    proc, counts = _aggregate(ctx, store)
+    err = " ".join(proc.stderr.split())
+    named = all(k in err for k in keys) and all(r in err for r in expect_reasons)
+    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == len(docs)
+          and named and "Traceback" not in proc.stderr)
+    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
+                   f"{counts.get('result_rows')} of 6 valid results counted; {counts.get('skipped_results')} "
+                   "left out, each named with its reason (warning + skipped_results table)")
+
+
+def truncated_document(ctx: Ctx) -> Outcome:
+    store_doc = json.dumps({"schema_version": "pvbench.result/v1", "identity": {"campaign": "c"}})
+    return _bad_documents(ctx, {"truncated": store_doc[: len(store_doc) // 2]}, ["not valid JSON"])
+
+
+def foreign_documents(ctx: Ctx) -> Outcome:
+    v2 = json.dumps({"schema_version": "pvbench.result/v2", "identity": {}})
+    return _bad_documents(ctx, {"empty": "", "foo": '{"foo": 1}', "v2": v2},
+                          ["empty file", "no schema_version", "pvbench.result/v2"])
+
+
+def negative_iops_document(ctx: Ctx) -> Outcome:
+    store = _imported_store(ctx)
+    src = _results(store)[0]
+    doc = json.loads(src.read_text())
+    doc["identity"]["rep"] = 30
+    doc["metrics"][0]["iops"] = -5
+    dst = _copy_key(src, rep="30")
+    dst.write_text(json.dumps(doc))
+    proc, counts = _aggregate(ctx, store)
+    err = " ".join(proc.stderr.split())
+    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == 1
+          and "greater than or equal to 0" in err and "Traceback" not in proc.stderr)
+    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}", f"{counts.get('result_rows')} of 6 valid results counted")
+
+
+# ---------------------------------------------------------------- 4. values: finite, non-negative
+def _import_refused(*values: str):
+    def run(ctx: Ctx) -> Outcome:
+        store = ctx.tmp / "store"
+        rows = [_row(rep=i + 1, value=v) for i, v in enumerate(("100",) + values)]
+        proc = ctx.cli("import", "thesis-csv", _csv(ctx, *rows), "--store", str(store))
+        ok, shown = clear_error(proc, "line 3", "finite, non-negative")
+        stored = _results(store)
+        return Outcome(ok and not stored, shown, "nothing imported" if not stored else f"{len(stored)} files written")
+    return run
+
+
+# ---------------------------------------------------------------- 3. full disk
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str = "64k"):
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def _fill(path: Path, leave: int = 0) -> None:
+    """Fill the file system at path, leaving about ``leave`` bytes."""
+    pad = path / "pad"
+    pad.write_bytes(b"\0" * leave)
+    with contextlib.suppress(OSError), open(path / "filler", "wb") as handle:
+        while True:
+            handle.write(b"\0" * 4096)
+            handle.flush()
+    pad.unlink()
+
+
+SKIPPED_NO_TMPFS = Outcome(True, "skipped: cannot mount a small tmpfs here (needs root)", "-")
+
+
+def import_into_full_disk(ctx: Ctx) -> Outcome:
+    with _tmpfs(ctx.tmp / "full") as disk:
+        if disk is None:
+            return SKIPPED_NO_TMPFS
+        _fill(disk, leave=8192)
+        store = disk / "store"
+        rows = [_row(sc, rep) for sc in ("Portworx", "OpenEBS", "Rook-Ceph") for rep in range(1, 6)]
+        proc = ctx.cli("import", "thesis-csv", _csv(ctx, *rows), "--store", str(store))
+        err = " ".join(proc.stderr.split())
+        stored, hidden = _results(store), _hidden(disk)
+        said = f"imported {len(stored)} result(s)" in err and "No space left" in err
+        ok = proc.returncode != 0 and said and not hidden and "Traceback" not in proc.stderr
+        return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
+                       f"{len(stored)} of 15 written and counted as such; {len(hidden)} temporary files left")
+
+
+def spool_on_full_disk(ctx: Ctx) -> Outcome:
+    with _tmpfs(ctx.tmp / "spool") as spool:
+        if spool is None:
+            return SKIPPED_NO_TMPFS
+        _fill(spool)
+        ctx.minio.make_bucket("spoolfull")
+        proc = ctx.cli("local", "run", _config(ctx, store="s3://spoolfull/p", spool=str(spool)), "--no-aggregate")
+        err = " ".join(proc.stderr.split())
+        from minio import Minio
+
+        m = ctx.minio
+        client = Minio(m.endpoint, access_key=m.access_key, secret_key=m.secret_key, secure=False)
+        stored = [o.object_name for o in client.list_objects("spoolfull", prefix="p/results", recursive=True)
+                  if o.object_name.endswith("result.json")]
+        hidden = _hidden(spool)
+        ok = proc.returncode == 0 and "stored 1" in err and len(stored) == 1 and not hidden \
+            and "Traceback" not in proc.stderr
+        return Outcome(ok, f"exit {proc.returncode}: {err[-200:]}",
+                       f"{len(stored)} of 1 result in S3; {len(hidden)} temporary files left in the spool")
+
+
+# ---------------------------------------------------------------- 5. store URLs and settings
+NO_S3 = {"PVBENCH_S3_ENDPOINT": "", "S3_ENDPOINT": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
+
+
+def _store_url_refused(url: str, *expect: str):
+    def run(ctx: Ctx) -> Outcome:
+        proc = ctx.cli("local", "run", _config(ctx, store=url), "--dry-run", env=NO_S3)
+        return _nothing_ran(ctx, proc, *expect)
+    return run
+
+
+def _timed(ctx: Ctx, *args: str, env: dict[str, str] | None = None, limit: float = 10.0):
+    start = time.monotonic()
+    proc = ctx.cli(*args, env=env)
+    return proc, time.monotonic() - start
+
+
+def wrong_secret(ctx: Ctx) -> Outcome:
+    ctx.minio.make_bucket("wrongsecret")
+    proc, took = _timed(ctx, "store", "ls", "s3://wrongsecret/p", env={"AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    ok, shown = clear_error(proc, "SignatureDoesNotMatch")
+    return Outcome(ok and took < 10, f"{shown} ({took:.1f} s)", "store untouched")
+
+
+def endpoint_with_userinfo(ctx: Ctx) -> Outcome:
+    spool = ctx.tmp / "spool"
+    spool.mkdir()
+    endpoint = f"{ctx.minio.access_key}:{ctx.minio.secret_key}@{ctx.minio.endpoint}"
+    proc, took = _timed(ctx, "store", "flush", "--spool", str(spool), "--store", "s3://bench/p",
+                        env={"PVBENCH_S3_ENDPOINT": endpoint})
+    ok, shown = clear_error(proc, "not host:port")
+    secret_shown = ctx.minio.secret_key in proc.stderr
+    return Outcome(ok and took < 10 and not secret_shown, f"{shown} ({took:.1f} s)",
+                   "spool untouched; the password is not echoed" if not secret_shown else "password echoed")
+
+
+def missing_bucket(ctx: Ctx) -> Outcome:
+    proc = ctx.cli("local", "run", _config(ctx, store="s3://no-such-bucket/p"), "--dry-run")
+    return _nothing_ran(ctx, proc, "no-such-bucket", "does not exist")
+
+
+def flush_missing_spool(ctx: Ctx) -> Outcome:
+    proc = ctx.cli("store", "flush", "--spool", str(ctx.tmp / "nonexistent"), "--store", str(ctx.tmp / "store"))
+    ok, shown = clear_error(proc, "does not exist")
+    return Outcome(ok and "uploaded 0" not in proc.stderr, shown, "nothing uploaded; nothing claimed")
+
+
+def read_only_store(ctx: Ctx) -> Outcome:
+    store = ctx.tmp / "store"
+    store.mkdir()
+    (store / "results").write_text("a file where the results directory goes\n")
+    proc = ctx.cli("local", "run", _config(ctx, store=str(store)), "--dry-run")
+    ok, shown = clear_error(proc, "not writable")
+    return Outcome(ok, shown, "nothing ran")
+
+
+CASES = [
+    Case("store", "occasions `[Night, night]` (one key)", occasions_differing_in_case),
+    Case("store", "CSV import: `Azure Disk` and `azure-disk` (one key)", import_labels_one_slug),
+    Case("store", "CSV import: a row repeated verbatim", import_row_twice),
+    Case("store", "CSV import: one cell, two values", import_same_cell_two_values),
+    Case("store", "result.json copied to a second key, then aggregate", result_copied_to_second_key),
+    Case("store", "a truncated result.json in the campaign", truncated_document),
+    Case("store", "an empty, a `{\"foo\":1}` and a schema v2 document", foreign_documents),
+    Case("store", "a result.json with negative IOPS", negative_iops_document),
+    Case("store", "CSV value `nan`", _import_refused("nan")),
+    Case("store", "CSV value `inf`", _import_refused("inf")),
+    Case("store", "CSV value `-5`", _import_refused("-5")),
+    Case("store", "local store on a full disk (import)", import_into_full_disk),
+    Case("store", "spool on a full disk, S3 up", spool_on_full_disk, needs=("fio", "minio")),
+    Case("store", "store `s3://` (no bucket)", _store_url_refused("s3://", "names no bucket")),
+    Case("store", "store `ftp://host/x`", _store_url_refused("ftp://host/x", "unsupported store URL")),
+    Case("store", "store `s3://bench` without credentials (--dry-run)",
+         _store_url_refused("s3://bench/p", "PVBENCH_S3_ENDPOINT", "AWS_ACCESS_KEY_ID")),
+    Case("store", "bucket missing (--dry-run)", missing_bucket, needs=("minio",)),
+    Case("store", "`store ls` with a wrong secret", wrong_secret, needs=("minio",)),
+    Case("store", "endpoint `user:pass@host:port`, `store flush`", endpoint_with_userinfo, needs=("minio",)),
+    Case("store", "`store flush --spool /nonexistent`", flush_missing_spool),
+    Case("store", "store directory not writable (--dry-run)", read_only_store),
+]
