@@ -70,7 +70,7 @@ def test_fio_step_refuses_an_upload_key_the_layout_would_not_give(tmp_path):
     proc = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=other/profile=dbench/"
                 "workload=randread-lat/rep=2")
     assert proc.returncode == 2 and "the template and pvbench disagree" in proc.stderr
-    assert not list((tmp_path / "target").glob("pvbench.*")), "fio must not have run"
+    assert not list((tmp_path / "target").glob("pvbench-fio.*")), "fio must not have run"
     ok = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=dbench/"
               "workload=randread-lat/rep=2", "--out", str(tmp_path / "out"))
     assert ok.returncode == 0, ok.stderr

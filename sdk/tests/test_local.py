@@ -80,7 +80,7 @@ def test_local_run_end_to_end(tmp_path):
     assert (tmp_path / "store" / "analytics" / "campaign=t" / "run=all" / "summary.parquet").is_file()
     assert "stored 16, failed 0" in " ".join(proc.stderr.split())
     # fio's work files are cleaned from the targets
-    assert not list((tmp_path / "a").glob("pvbench.*"))
+    assert not list((tmp_path / "a").glob("pvbench-fio.*"))
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ def test_bad_input_fails_before_fio_starts(tmp_path, args, message):
     assert proc.returncode == 2
     assert message in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
-    assert not list((tmp_path / "target").glob("pvbench.*")), "fio must not have run"
+    assert not list((tmp_path / "target").glob("pvbench-fio.*")), "fio must not have run"
 
 
 def test_fio_failure_is_readable_and_nonzero(tmp_path):

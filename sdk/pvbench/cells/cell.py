@@ -14,6 +14,22 @@ from pvbench.store.layout import CellKey
 # rest of a cell (campaign, run, occasion, profile, seed) is the run's.
 FAN_OUT_ITEM_KEYS = ("storage_class", "workload", "rep", "order")
 
+# The most repetitions of a cell one run may ask for — defined here once, checked by
+# `pvbench expand`/`validate` (so also for Workflows submitted around the template's enum, which
+# Argo does not enforce), by local mode's `repetitions` and `adaptive.max_repetitions`. The Argo
+# template's choices (repetitions 1-10, adaptive-max-repetitions 10-30) all lie below it.
+MAX_REPETITIONS = 100
+
+
+def check_repetitions(value: int, what: str = "repetitions") -> int:
+    if value < 1:
+        raise ValueError(f"{what} must be at least 1, not {value}")
+    if value > MAX_REPETITIONS:
+        raise ValueError(f"{what} {value} is more than pvbench runs ({MAX_REPETITIONS} per cell and run); "
+                         "split the work into several runs or occasions")
+    return value
+
+
 # Kubernetes object names (StorageClass included) are DNS-1123 subdomains.
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Campaign/run/occasion labels end up in store keys and Kubernetes labels: keep them tame.

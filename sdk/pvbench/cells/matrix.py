@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from pvbench.cells.cell import Cell, check_storage_class_name
+from pvbench.cells.cell import Cell, check_repetitions, check_storage_class_name
 from pvbench.profiles import ProfileError, load_profile
 
 
@@ -26,8 +26,11 @@ def expand(
     tests: list[str] | None = None,
     first_rep: int = 1,
 ) -> list[Cell]:
-    if repetitions < 1:
-        raise ProfileError(f"repetitions must be at least 1, not {repetitions}")
+    try:
+        check_repetitions(repetitions)
+        check_repetitions(first_rep + repetitions - 1, "the last repetition number")
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
     if not storage_classes:
         raise ProfileError("at least one storage class is needed")
     if len(set(storage_classes)) != len(storage_classes):

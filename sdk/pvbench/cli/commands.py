@@ -21,7 +21,9 @@ app.add_typer(import_app, name="import")
 @local_app.command("run")
 def local_run(
     config: Annotated[Path, typer.Argument(help="Local-mode YAML config (see examples/demo.yaml)")],
-    run: Annotated[Optional[str], typer.Option(help="Run id (default: local-<UTC timestamp>)")] = None,
+    run: Annotated[Optional[str], typer.Option(
+        help="Run id (default: local-<UTC time, µs>-<random>); refused if the store already holds results "
+             "of this run in the occasions to run")] = None,
     occasion: Annotated[Optional[list[str]], typer.Option(help="Run only these occasions of the config")] = None,
     aggregate: Annotated[bool, typer.Option(help="Aggregate the campaign afterwards")] = True,
     dry_run: Annotated[bool, typer.Option(help="Check and print the plan, run nothing")] = False,
@@ -30,7 +32,8 @@ def local_run(
     """Benchmark the configured local directories as storage classes, then aggregate."""
     from pvbench.cells.cell import check_label
     from pvbench.local.config import ConfigError, load_config
-    from pvbench.local.runner import default_run_id, plan_run, run_local
+    from pvbench.fio.runner import stop_on_signals
+    from pvbench.local.runner import default_run_id, existing_results, plan_run, run_local
     from pvbench.profiles import ProfileError
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
@@ -48,6 +51,12 @@ def local_run(
         check_distinct_keys((p.cell.describe(), p.cell.key) for p in plans)
         # The store is checked before the first cell (also with --dry-run): reachable, bucket there, writable.
         open_store(cfg.store).check()
+        # The same --run twice would overwrite the first run's results: refused, before anything runs.
+        taken = existing_results(cfg, run_id, occasion)
+        if taken:
+            raise ConfigError(f"run {run_id!r} of campaign {cfg.campaign!r} already has {len(taken)} result(s) in "
+                              f"these occasions (store {cfg.store} or spool {cfg.spool}); running it again would "
+                              "overwrite them: choose another --run (or leave it out for a new id)")
     except (ConfigError, ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     per_cell = plans[0].timing.ramp_s + plans[0].timing.runtime_s
@@ -59,7 +68,8 @@ def local_run(
         for plan in plans:
             print(f"{plan.cell.order:4d} {plan.cell.describe()} -> {plan.target}")
         return
-    report = run_local(cfg, plans, run_id, console)
+    with stop_on_signals():  # SIGTERM/SIGINT: fio is stopped, targets cleaned, stored results kept
+        report = run_local(cfg, plans, run_id, console)
     console.print(f"stored {len(report.stored)}, failed {len(report.failed)}, not uploaded {len(report.spooled)}; "
                   f"wall {report.wall_seconds:.0f} s for {report.fio_seconds:.0f} s of fio")
     for failure in report.failed:
@@ -67,6 +77,9 @@ def local_run(
     if report.spooled:
         console.print(f"[yellow]results kept in {cfg.spool}[/]; upload later with "
                       f"pvbench store flush --spool {cfg.spool} --store {cfg.store}")
+    if report.interrupted is not None:
+        fail(f"run {run_id} {report.interrupted} after {len(report.stored)} stored result(s), which are kept; "
+             "fio was stopped and its files removed", code=report.interrupted.exit_code)
     if aggregate and report.stored:
         _aggregate(cfg.store, cfg.campaign, None, None, limits)
     if not report.ok:

@@ -204,7 +204,7 @@ def fio_step(
     from pvbench.cells.cell import Cell
     from pvbench.cells.publish import publish
     from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
-    from pvbench.fio.runner import FioError
+    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
     from pvbench.fio.target import remove_fio_files
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
@@ -225,10 +225,14 @@ def fio_step(
         fail(str(exc))
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
     try:
-        with console.status(f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"):
+        # SIGTERM (the pod is deleted) or SIGINT: fio is stopped with it, never left running
+        with stop_on_signals(), console.status(
+                f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"):
             doc, raw = run_cell(plan, labels)
     except FioError as exc:
         fail(f"{cell.describe()}: {exc}", code=1)
+    except Interrupted as exc:
+        fail(f"{cell.describe()}: {exc}; fio was stopped, no result for this cell", code=exc.exit_code)
     finally:
         if cleanup:
             remove_fio_files(target)

@@ -1,12 +1,23 @@
-"""Checks on the directory fio will write to, made before fio starts."""
+"""Checks on the directory fio will write to, made before fio starts, and the cleanup of fio's files.
+
+fio writes its work files into the target under names only pvbench uses
+(``FIO_FILE_FORMAT``: ``pvbench-fio.<job>.<file>``); cleanup removes exactly those names and
+nothing else, so a user's own files in the target (``pvbench.yaml``, notes…) are never touched.
+"""
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from pvbench.profiles import ProfileError
+from pvbench.profiles.jobfile import FIO_FILE_FORMAT, fio_path
+
+# The names fio makes from FIO_FILE_FORMAT ($jobnum and $filenum are numbers), and only those.
+_FIO_FILE = re.compile("^" + re.escape(FIO_FILE_FORMAT).replace(re.escape("$jobnum"), r"\d+")
+                       .replace(re.escape("$filenum"), r"\d+") + "$")
 
 
 def filesystem_of(path: Path) -> str | None:
@@ -27,14 +38,23 @@ def filesystem_of(path: Path) -> str | None:
     return fstype
 
 
+def check_target_path(target: Path) -> None:
+    """The path can go into a fio job file as itself, and is a directory if it exists."""
+    fio_path(target)
+    if target.exists() and not target.is_dir():
+        raise ProfileError(f"target {target} is a file, not a directory; give the directory fio should write into")
+
+
 def check_target(target: Path, size_bytes: int, numjobs: int) -> None:
     """The target exists, is writable and has room for every job's file (fio makes one per job)."""
+    check_target_path(target)
     if not target.is_dir():
-        raise ProfileError(f"target {target} does not exist or is not a directory")
-    probe = target / f".pvbench-write-probe-{os.getpid()}"
+        raise ProfileError(f"target {target} does not exist")
     try:
-        probe.write_bytes(b"x")
-        probe.unlink()
+        # a fresh, exclusively created name: never overwrites a file of the user's
+        with tempfile.NamedTemporaryFile(dir=target, prefix=".pvbench-write-probe-") as probe:
+            probe.write(b"x")
+            probe.flush()
     except OSError as exc:
         raise ProfileError(f"target {target} is not writable: {exc.strerror or exc}") from exc
     needed = size_bytes * numjobs
@@ -46,13 +66,23 @@ def check_target(target: Path, size_bytes: int, numjobs: int) -> None:
         )
 
 
+def fio_files(target: Path) -> list[Path]:
+    """fio's work files that pvbench made in ``target`` (exact names, regular files only)."""
+    try:
+        entries = list(target.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if _FIO_FILE.match(p.name) and p.is_file() and not p.is_symlink()]
+
+
 def existing_fio_bytes(target: Path) -> int:
     """pvbench's own leftover fio files count as free: fio reuses (overwrites) them."""
-    return sum(p.stat().st_size for p in target.glob("pvbench.*") if p.is_file())
+    return sum(p.stat().st_size for p in fio_files(target))
 
 
 def remove_fio_files(target: Path) -> None:
-    for path in target.glob("pvbench.*"):
+    """Remove fio's work files, and only them (never a user's own file in the target)."""
+    for path in fio_files(target):
         try:
             path.unlink()
         except OSError:

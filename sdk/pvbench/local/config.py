@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pvbench.cells.cell import check_label, check_storage_class_name
+from pvbench.cells.cell import check_label, check_repetitions, check_storage_class_name
 from pvbench.stats.adaptive import AdaptiveSettings
 
 
@@ -39,6 +39,18 @@ class LocalConfig(BaseModel):
         if self.adaptive is not None:
             self.repetitions = self.adaptive.min_repetitions
         return self
+
+    @field_validator("repetitions")
+    @classmethod
+    def _repetitions(cls, value: int) -> int:
+        return check_repetitions(value)
+
+    @field_validator("adaptive")
+    @classmethod
+    def _adaptive_cap(cls, value: AdaptiveSettings | None) -> AdaptiveSettings | None:
+        if value is not None:
+            check_repetitions(value.max_repetitions, "adaptive.max_repetitions")
+        return value
 
     @field_validator("storage_classes")
     @classmethod

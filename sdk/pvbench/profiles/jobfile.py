@@ -6,6 +6,8 @@ import configparser
 import re
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pvbench.profiles.catalog import PROFILES
 from pvbench.profiles.model import FioTest, Profile, ProfileError, Timing, fio_seconds, parse_seconds, parse_size
 
@@ -13,6 +15,9 @@ CUSTOM_PREFIX = "file:"
 # Written for ramp, runtime or size, this means "the profile's own" (as leaving it out does):
 # the WorkflowTemplate's default, so that vshn or sweep from the Argo UI keep their timings.
 PROFILE_DEFAULT = "profile"
+# The names of fio's work files in the target: only pvbench makes files named so, and cleanup
+# (fio/target.py) removes exactly these names, never anything else in the target.
+FIO_FILE_FORMAT = "pvbench-fio.$jobnum.$filenum"
 
 # pvbench's own [global] options. Latency stays on (no gtod_reduce) and percentiles are
 # of total latency (lat_percentiles=1) so json+ carries lat_ns.bins to merge across jobs.
@@ -22,8 +27,37 @@ BASE_OPTIONS = {
     "time_based": "1",
     "lat_percentiles": "1",
     "percentile_list": "50:90:99:99.9",
-    "filename_format": "pvbench.$jobnum.$filenum",
+    "filename_format": FIO_FILE_FORMAT,
 }
+
+# What fio's job-file parser does to an option value, so a path holding it would not reach fio
+# as itself: ';' and '#' start a comment (anywhere in the line), '$' expands ${VAR} and $ncpus,
+# $mb_memory, $pagesize (no escape exists), a line break ends the option (the rest would be read
+# as more options, e.g. exec_prerun=...), and the value is stripped of surrounding whitespace.
+# '\\' is refused so that the one escape fio has ('\\:' for a ':' inside a path) stays unambiguous.
+_FIO_UNSAFE = {";": "';' (fio reads the rest of the line as a comment)",
+               "#": "'#' (fio reads the rest of the line as a comment)",
+               "$": "'$' (fio expands ${VAR}, $ncpus, $mb_memory and $pagesize in job files)",
+               "\\": "'\\' (fio's escape character)"}
+
+
+def fio_path(path: str | Path) -> str:
+    """``path`` as a fio job-file value that fio reads back as exactly this one path.
+
+    ':' separates directories in fio's ``directory=``, so each is escaped as fio's docs say
+    (``\\:``); characters fio would interpret and that cannot be escaped are refused with a
+    ProfileError, before anything runs.
+    """
+    text = str(path)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ProfileError(f"target path {text!r} contains a line break or control character; "
+                           "fio's job file cannot hold it (the rest would be read as fio options)")
+    if text != text.strip():
+        raise ProfileError(f"target path {text!r} starts or ends with whitespace, which fio strips")
+    for char, why in _FIO_UNSAFE.items():
+        if char in text:
+            raise ProfileError(f"target path {text!r} contains {why}; use a directory without it")
+    return text.replace(":", "\\:")
 
 
 def load_profile(spec: str) -> Profile:
@@ -46,9 +80,12 @@ def resolve_timing(profile: Profile, ramp: str | None = None, runtime: str | Non
     An override of None, "" or ``profile`` (PROFILE_DEFAULT) keeps the profile's own value.
     """
     ramp, runtime, size = (None if v in ("", PROFILE_DEFAULT) else v for v in (ramp, runtime, size))
+    runtime_s = parse_seconds(runtime) if runtime is not None else profile.timing.runtime_s
+    if runtime_s <= 0:
+        raise ProfileError(f"runtime {runtime!r} must be longer than 0 (fio measures for this long)")
     return Timing(
         ramp_s=parse_seconds(ramp) if ramp is not None else profile.timing.ramp_s,
-        runtime_s=parse_seconds(runtime) if runtime is not None else profile.timing.runtime_s,
+        runtime_s=runtime_s,
         size=str(parse_size(size)) if size is not None else profile.timing.size,
     )
 
@@ -59,7 +96,7 @@ def job_options(profile: Profile, timing: Timing, target_dir: str | Path) -> dic
     options.update(profile.global_options)
     options.update(
         {
-            "directory": str(target_dir),
+            "directory": fio_path(target_dir),
             "size": str(timing.size_bytes),
             "ramp_time": fio_seconds(timing.ramp_s),
             "runtime": fio_seconds(timing.runtime_s),
@@ -90,33 +127,76 @@ _CONTROLLED = {"directory", "filename", "filename_format", "ramp_time", "runtime
                "output-format", "output"}
 
 
+def _job_label(section: str, number: int) -> str:
+    """How an error names a job section: its name when it looks like one, else its number.
+    (An error never echoes a profile file's content: file:PATH may point at a secret by mistake.)"""
+    return f"[{section}]" if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", section) else f"section {number}"
+
+
+def _parse_error(path: Path, exc: configparser.Error) -> str:
+    """configparser's messages quote the offending line; say only where it is."""
+    line = getattr(exc, "lineno", None)
+    if line is None and isinstance(exc, configparser.ParsingError) and exc.errors:
+        line = exc.errors[0][0]
+    where = f" (line {line})" if line else ""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        what = "it does not start with a [section] header"
+    elif isinstance(exc, configparser.ParsingError):
+        what = "a line is neither a [section] header nor option=value"
+    else:
+        what = type(exc).__name__
+    return f"{path}: not a fio job file: {what}{where}"
+
+
 def profile_from_jobfile(path: Path) -> Profile:
-    """A user's fio job file as a profile: each job section is one test (one cell)."""
+    """A user's fio job file as a profile: each job section is one test (one cell).
+
+    Errors name the file, the section and the option, never a value or a line of the file.
+    """
     if not path.is_file():
         raise ProfileError(f"fio job file {str(path)!r} does not exist")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not a fio job file (not text)") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot be read: {exc.strerror or type(exc).__name__}") from None
     parser = configparser.ConfigParser(allow_no_value=True, strict=False, interpolation=None,
                                        inline_comment_prefixes=(";", "#"))
     parser.optionxform = str  # fio option names are case-sensitive
     try:
-        parser.read_string(path.read_text())
+        parser.read_string(text)
     except configparser.Error as exc:
-        raise ProfileError(f"{path}: not a fio job file: {exc}") from exc
+        raise ProfileError(_parse_error(path, exc)) from None
     glob = {k: (v if v is not None else "1") for k, v in parser["global"].items()} if parser.has_section("global") else {}
-    timing = Timing(
-        ramp_s=parse_seconds(glob.pop("ramp_time", "2")),
-        runtime_s=parse_seconds(glob.pop("runtime", "30")),
-        size=glob.pop("size", "1G"),
-    )
+    try:
+        timing = Timing(
+            ramp_s=parse_seconds(glob.pop("ramp_time", "2")),
+            runtime_s=parse_seconds(glob.pop("runtime", "30")),
+            size=glob.pop("size", "1G"),
+        )
+    except (ProfileError, ValidationError):
+        raise ProfileError(f"{path}: [global] ramp_time, runtime or size is not a valid duration/size "
+                           "(runtime must be longer than 0)") from None
     for key in _CONTROLLED:
         glob.pop(key, None)
     tests = []
-    for section in parser.sections():
+    numeric = {"iodepth": "1", "numjobs": "1", "fsync": "0"}
+    for number, section in enumerate(parser.sections(), start=1):
         if section == "global":
             continue
+        label = _job_label(section, number)
         opts = {k: (v if v is not None else "1") for k, v in parser[section].items()}
         for key in _CONTROLLED | {"stonewall", "wait_for_previous"}:
             opts.pop(key, None)
         name = re.sub(r"[^a-z0-9-]+", "-", section.lower()).strip("-") or "job"
+        values: dict[str, int | None] = {}
+        for key, default in {**numeric, "rwmixread": None}.items():
+            raw = opts.pop(key, default)
+            try:
+                values[key] = None if raw is None else int(raw)
+            except ValueError:
+                raise ProfileError(f"{path}: job {label}: {key} is not a whole number") from None
         try:
             tests.append(
                 FioTest(
@@ -124,15 +204,15 @@ def profile_from_jobfile(path: Path) -> Profile:
                     title=section,
                     rw=opts.pop("rw", opts.pop("readwrite", "read")),
                     bs=opts.pop("bs", opts.pop("blocksize", "4k")),
-                    iodepth=int(opts.pop("iodepth", "1")),
-                    numjobs=int(opts.pop("numjobs", "1")),
-                    rwmixread=int(opts.pop("rwmixread")) if "rwmixread" in opts else None,
-                    fsync=int(opts.pop("fsync", "0")),
                     extra=opts,
+                    **values,
                 )
             )
-        except (ValueError, TypeError) as exc:
-            raise ProfileError(f"{path}: job [{section}] cannot be used: {exc}") from exc
+        except (ProfileError, ValidationError) as exc:
+            fields = sorted({str(e["loc"][0]) for e in exc.errors()} if isinstance(exc, ValidationError) else {"bs"})
+            raise ProfileError(f"{path}: job {label} cannot be used: {', '.join(fields)} not valid for pvbench "
+                               "(rw: read, write, randread, randwrite, rw, randrw, readwrite, trim or randtrim; "
+                               "bs a size; iodepth and numjobs at least 1; rwmixread 0-100)") from None
     if not tests:
         raise ProfileError(f"{path}: no job sections (only [global]?)")
     return Profile(
