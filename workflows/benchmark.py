@@ -202,6 +202,7 @@ with WorkflowTemplate(
         labels_from={
             c.LABEL_ROLE: m.LabelValueFrom(expression="workflow.parameters.role"),
             c.LABEL_OCCASION: m.LabelValueFrom(expression="workflow.parameters.occasion"),
+            c.LABEL_CAMPAIGN: m.LabelValueFrom(expression="workflow.parameters.campaign"),
         }
     ),
     arguments=PARAMETERS,
@@ -367,7 +368,12 @@ with WorkflowTemplate(
         ],
     )
 
-    # 5. The Evidence site, stored unarchived: the Argo UI browses it, MinIO serves it.
+    # 5. The Evidence site, stored unarchived under the run's report key. Then `pvbench report
+    #    locate` says where: its log and the workflow outputs report-location (s3://<bucket>/…/report/,
+    #    what `pvbench report serve` opens) and report-url (the chart's report.url, filled in). The
+    #    bucket and the URL template come from the chart's ConfigMap pvbench-report (optional: the
+    #    rendered template alone prints the key).
+    report_key = keys.run_report_prefix(CAMPAIGN_KEY, "{{workflow.name}}")
     report = Container(
         name="report",
         inputs=[Artifact(name="analytics", path=c.ANALYTICS_DIR)],
@@ -375,10 +381,18 @@ with WorkflowTemplate(
         image_pull_policy=PULL,
         # Evidence builds inside its project (data/, .evidence/, build/): the image's copy is on
         # the read-only root, so the step builds in a copy of it on /tmp (an emptyDir).
+        # The run's values reach `locate` as arguments ("$@"), never inside the script: this
+        # step runs even when validate refused them.
         command=["sh", "-c"],
         args=[f'set -e; src="${{PVBENCH_REPORT_DIR:-/opt/pvbench/reports}}"; dst={c.REPORT_PROJECT_DIR}; '
               f'mkdir -p "$dst"; cp -a "$src/." "$dst/"; export PVBENCH_REPORTS_DIR="$dst"; '
-              f'exec pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}'],
+              f'pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}; '
+              'exec pvbench report locate "$@"',
+              "report-locate",  # $0
+              "--key", report_key, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
+              "--namespace", "{{workflow.namespace}}", "--outputs", c.REPORT_OUT_DIR],  # fmt: skip
+        env=[ConfigMapEnv(name=env, config_map_name=c.REPORT_CONFIGMAP, config_map_key=key, optional=True)
+             for env, key in (("PVBENCH_REPORT_STORE", "store"), ("PVBENCH_REPORT_URL", "url"))],
         security_context=STRICT,
         resources=REPORT,
         volumes=[tmp("4Gi")],
@@ -387,9 +401,14 @@ with WorkflowTemplate(
             S3Artifact(
                 name="report",
                 path=c.SITE_DIR,
-                key=keys.run_report_prefix(CAMPAIGN_KEY, "{{workflow.name}}"),
+                key=report_key,
                 archive=NoneArchiveStrategy(),
-            )
+            ),
+            *[
+                Parameter(name=name, global_name=name,
+                          value_from=m.ValueFrom(path=f"{c.REPORT_OUT_DIR}/{name}", default=""))
+                for name in (c.REPORT_LOCATION_OUTPUT, c.REPORT_URL_OUTPUT)
+            ],
         ],
     )
 

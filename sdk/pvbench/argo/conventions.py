@@ -39,6 +39,7 @@ RUN_AS_USER = 10001
 LABEL_PREFIX = "pvbench.io"
 LABEL_ROLE = f"{LABEL_PREFIX}/role"            # baseline | candidate | adhoc
 LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"    # weekday-office | weekday-night | weekend | adhoc
+LABEL_CAMPAIGN = f"{LABEL_PREFIX}/campaign"    # the campaign label (report links use it)
 LABEL_COMPONENT = f"{LABEL_PREFIX}/component"  # benchmark (the fio pods, for anti-affinity)
 COMPONENT_BENCHMARK = "benchmark"
 LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"    # the workflow that created a PVC (exit-handler cleanup)
@@ -52,10 +53,18 @@ SITE_DIR = "/tmp/pvbench/site"
 REPORT_PROJECT_DIR = "/tmp/pvbench/evidence"  # the report step's writable copy of the Evidence project
 CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, more
 VALIDATE_OUT_DIR = "/tmp/pvbench/validate"  # `pvbench validate --outputs`: cell-timeout
+REPORT_OUT_DIR = "/tmp/pvbench/report-out"  # `pvbench report locate --outputs`: report-location, report-url
 
 # `pvbench validate` derives every cell's deadline from the workload; the template reads it
 # as a workflow-wide output parameter of this name.
 CELL_TIMEOUT_OUTPUT = "cell-timeout"
+# The report step says where the run's report is stored (s3://<bucket>/analytics/…/report/) and,
+# with the chart's report.url, where it opens: workflow-wide outputs of these names.
+REPORT_LOCATION_OUTPUT = "report-location"
+REPORT_URL_OUTPUT = "report-url"
+# The chart's ConfigMap the report step reads them from (optional: without the chart, the step
+# prints the key only): store = s3://<artifact repository bucket>, url = the report.url value.
+REPORT_CONFIGMAP = "pvbench-report"
 
 # Adaptive repetitions: every cell gets at least this many values before its CI is trusted
 # (docs/statistics.md, "Why min 5"); the workflow's cap choices are all at or above it.

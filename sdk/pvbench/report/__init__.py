@@ -16,14 +16,17 @@ from pvbench.report.build import (
     reports_dir,
     stage_data,
 )
-from pvbench.report.serve import make_server, serve_report, start_server
+from pvbench.report.fetch import fetch_report
+from pvbench.report.serve import make_server, make_store_server, serve_report, start_server
 
 __all__ = [
     "REPORT_TABLES",
     "ReportError",
     "build_report",
     "check_installed",
+    "fetch_report",
     "make_server",
+    "make_store_server",
     "reports_dir",
     "serve_report",
     "stage_data",

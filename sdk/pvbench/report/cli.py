@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,7 +10,9 @@ import typer
 from rich.console import Console
 
 from pvbench.report.build import ReportError, build_report
-from pvbench.report.serve import make_server
+from pvbench.report.fetch import URL_ENV, STORE_ENV, fetch_report, is_store_url, published, report_location
+from pvbench.report.serve import make_server, make_store_server
+from pvbench.store.backends import StoreError
 
 app = typer.Typer(help="Build and serve the Evidence report.", no_args_is_help=True)
 _err = Console(stderr=True)
@@ -34,22 +37,74 @@ def build(
     _err.print(f"serve it with: pvbench report serve {site}")
 
 
+@app.command("locate")
+def locate(
+    key: Annotated[str, typer.Option("--key", help="The key the site is stored under (the report step's artifact key)")],
+    campaign: Annotated[str, typer.Option("--campaign", help="The run's campaign label (for --url's variables)")] = "",
+    run: Annotated[str, typer.Option("--run", help="The run (workflow name)")] = "",
+    namespace: Annotated[str, typer.Option("--namespace", help="The workflow's namespace")] = "",
+    store: Annotated[Optional[str], typer.Option(
+        "--store", envvar=STORE_ENV, help=f"The store holding the key, e.g. s3://pvbench (env {STORE_ENV})")] = None,
+    url: Annotated[Optional[str], typer.Option(
+        "--url", envvar=URL_ENV, help=f"Where reports are served, an Argo link template (env {URL_ENV})")] = None,
+    outputs: Annotated[Optional[Path], typer.Option(
+        "--outputs", help="Write report-location and report-url here (Argo output parameters)")] = None,
+) -> None:
+    """Say where a run's report is stored and how to open it (the Argo report step's last line)."""
+    place = published(key, store=store, url_template=url, campaign=campaign, run=run, namespace=namespace)
+    for line in place.lines():
+        print(line, flush=True)
+    if outputs is not None:
+        try:
+            place.write_outputs(outputs)
+        except OSError as exc:
+            _fail(f"cannot write the outputs to {outputs}: {exc.strerror or exc}")
+
+
 @app.command("serve")
 def serve(
-    site: Annotated[Path, typer.Argument(help="A site built by `pvbench report build`")],
+    site: Annotated[Optional[str], typer.Argument(
+        help="A site built by `pvbench report build`, or a report's location in a store: "
+             "s3://BUCKET/analytics/campaign=C/run=R/report (what the Argo report step prints)",
+        show_default=False)] = None,
+    store: Annotated[Optional[str], typer.Option(
+        "--store", help="A store (s3://bucket[/prefix] or a directory): serve its reports; /open/CAMPAIGN/RUN "
+                        "switches to one, / lists them")] = None,
+    campaign: Annotated[Optional[str], typer.Option("--campaign", help="With --store: open this campaign's report")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="With --store and --campaign: this run's report "
+                                                             "(the workflow name; default: the campaign's)")] = None,
     port: Annotated[int, typer.Option("--port", help="TCP port")] = 8000,
     host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "127.0.0.1",
 ) -> None:
-    """Serve a built report over HTTP until Ctrl-C (file:// does not work: asset paths are absolute)."""
-    try:
-        server = make_server(site, host, port)
-    except (ReportError, OSError) as exc:
-        _fail(str(exc))
-    h, p = server.server_address[:2]
-    _err.print(f"serving {Path(site).resolve()} at [bold]http://{h}:{p}/[/]  (Ctrl-C to stop)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    """Serve a built report over HTTP until Ctrl-C (file:// does not work: asset paths are absolute).
+
+    A report in S3/MinIO is downloaded to a temporary directory first (PVBENCH_S3_ENDPOINT,
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as for any s3:// store) and removed on exit.
+    """
+    if (site is None) == (store is None):
+        _fail("give a report (a site directory or s3://…/report) or --store, not both"
+              if site is not None else "give a report (a site directory or s3://…/report) or --store")
+    if store is None and (campaign or run):
+        _fail("--campaign and --run go with --store (a report's own location needs neither)")
+    if run and not campaign:
+        _fail("--run needs --campaign")
+    with tempfile.TemporaryDirectory(prefix="pvbench-report-") as tmp:
+        try:
+            if store is not None:
+                server = make_store_server(store, Path(tmp), host, port, campaign=campaign, run=run)
+                what = (f"{report_location(store, campaign, run)} (/open/CAMPAIGN/RUN for another)" if campaign
+                        else f"the reports of {store} (/open/CAMPAIGN/RUN)")
+            else:
+                fetched = fetch_report(site, Path(tmp))
+                server = make_server(fetched, host, port)
+                what = site.strip() if is_store_url(site) else str(fetched)
+        except (ReportError, StoreError, OSError, ValueError) as exc:
+            _fail(str(exc))
+        h, p = server.server_address[:2]
+        _err.print(f"serving {what} at [bold]http://{h}:{p}/[/]  (Ctrl-C to stop)", soft_wrap=True)  # unbroken URLs
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()

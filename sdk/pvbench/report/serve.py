@@ -1,13 +1,25 @@
-"""Serve a built report over HTTP (its asset paths are absolute, so file:// does not work)."""
+"""Serve a built report over HTTP (its asset paths are absolute, so file:// does not work).
+
+Two ways: one site directory (``make_server``), or a whole store (``make_store_server``), where
+``/open/<campaign>/<run>`` fetches that run's report from the store and serves it at ``/`` (an
+Evidence site only works at the root of its server, so the server shows one report at a time).
+"""
 
 from __future__ import annotations
 
 import functools
+import html
+import shutil
+import tempfile
 import threading
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
 from pvbench.report.build import ReportError, _is_site
+from pvbench.report.fetch import fetch_report, list_reports, report_location
+from pvbench.store.backends import StoreError
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -51,3 +63,112 @@ def serve_report(site_dir: Path, host: str = "127.0.0.1", port: int = 8000) -> N
         pass
     finally:
         server.server_close()
+
+
+# ---------------------------------------------------------------- a whole store
+class _StoreState:
+    """The store, the report now served at / and where fetched reports are kept."""
+
+    def __init__(self, store_url: str, cache_dir: Path):
+        self.store_url = store_url
+        self.cache_dir = Path(cache_dir)
+        self.lock = threading.Lock()
+        self.current: Path | None = None
+        self.current_name = ""
+
+    def open(self, campaign: str, run: str) -> None:
+        """Fetch the report of ``campaign``/``run`` afresh (a rerun may have rebuilt it) and serve it at /."""
+        location = report_location(self.store_url, campaign, run)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        dest = Path(tempfile.mkdtemp(prefix="report-", dir=self.cache_dir))
+        try:
+            site = fetch_report(location, dest)
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        if site != dest:  # a local store: served where it is, nothing copied
+            shutil.rmtree(dest, ignore_errors=True)
+        with self.lock:
+            previous, self.current, self.current_name = self.current, site, f"{campaign}/{run}"
+        if previous is not None and previous.is_relative_to(self.cache_dir):
+            shutil.rmtree(previous, ignore_errors=True)
+
+
+class _StoreHandler(_Handler):
+    state: _StoreState
+
+    def translate_path(self, path: str) -> str:
+        self.directory = str(self.state.current or self.state.cache_dir)
+        return super().translate_path(path)
+
+    def _send_html(self, status: HTTPStatus, body: str) -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _index(self, status: HTTPStatus = HTTPStatus.OK, message: str = "") -> None:
+        try:
+            reports = list_reports(self.state.store_url)
+            items = "".join(f'<li><a href="{html.escape(quote(r.path))}">{html.escape(r.campaign)} / '
+                            f"{html.escape(r.run)}</a></li>" for r in reports) or "<li>none yet</li>"
+        except (StoreError, ReportError) as exc:
+            items = f"<li>cannot list the store: {html.escape(str(exc))}</li>"
+        note = f"<p><strong>{html.escape(message)}</strong></p>" if message else ""
+        self._send_html(status, f"<!doctype html><title>pvbench reports</title><h1>pvbench reports in "
+                                f"{html.escape(self.state.store_url)}</h1>{note}<ul>{items}</ul>"
+                                "<p>Open one with /open/&lt;campaign&gt;/&lt;run&gt; (run <code>all</code>: "
+                                "the campaign's report).</p>")
+
+    def _route(self) -> bool:
+        """Handle pvbench's own paths; False: serve a file of the current report."""
+        path = unquote(urlsplit(self.path).path)
+        parts = [p for p in path.split("/") if p]
+        if parts[:1] == ["open"]:
+            if len(parts) != 3:
+                self._index(HTTPStatus.NOT_FOUND, f"{path}: use /open/<campaign>/<run>")
+                return True
+            try:
+                self.state.open(parts[1], parts[2])
+            except (StoreError, ReportError, ValueError) as exc:
+                self._index(HTTPStatus.NOT_FOUND, str(exc))
+                return True
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", "/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        if parts[:1] == ["_pvbench"] or self.state.current is None:
+            if parts in ([], ["index.html"], ["_pvbench"]):
+                self._index()
+            else:
+                self._index(HTTPStatus.NOT_FOUND, "no report open yet")
+            return True
+        return False
+
+    def do_GET(self) -> None:
+        if not self._route():
+            super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if not self._route():
+            super().do_HEAD()
+
+
+def make_store_server(store_url: str, cache_dir: Path, host: str = "127.0.0.1", port: int = 8000,
+                      campaign: str | None = None, run: str | None = None) -> ThreadingHTTPServer:
+    """An HTTP server (not started) for the reports of a store; with ``campaign``, that report is open at /.
+
+    ``/open/<campaign>/<run>`` switches to another report, ``/_pvbench`` lists the stored ones.
+    """
+    state = _StoreState(str(store_url).strip().rstrip("/"), cache_dir)
+    if campaign is not None:
+        state.open(campaign, run or "all")
+    handler = type("StoreHandler", (_StoreHandler,), {"state": state})
+    server = ThreadingHTTPServer((host, port), functools.partial(handler, directory=str(cache_dir)))
+    server.daemon_threads = True
+    return server
