@@ -45,7 +45,7 @@ def main() -> int:
                 except Exception as exc:  # a broken case is reported, not hidden
                     row = (f"case error: {exc}", "?", "**NO**")
                     failed += 1
-            cells = [case.area, case.name, *row]
+            cells = [case.area, case.name, *(c.replace(tmp, "DIR") for c in row)]
             print("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     finally:
         if minio is not None:
