@@ -54,10 +54,6 @@ export function nText(rows) {
 	return lo === hi ? `n = ${lo}` : `n = ${lo}–${hi}`;
 }
 
-const fmtNum = (v) =>
-	v == null || Number.isNaN(v)
-		? '–'
-		: Number(v).toLocaleString('en-US', { maximumFractionDigits: Math.abs(v) >= 100 ? 0 : 1 });
 
 /**
  * ECharts option: mean per fsync setting (x) for every storage class, with a ± sd band.
@@ -127,7 +123,7 @@ export function fsyncChart(rows, kind) {
 				for (const p of params) {
 					const s = series[p.seriesIndex];
 					const r = s?.pvbenchRows?.[p.dataIndex];
-					if (r) lines.push(`${p.marker}${s.name}: ${fmtNum(r.mean)} ± ${fmtNum(r.sd)} ${r.unit} (n = ${r.n})`);
+					if (r) lines.push(`${p.marker}${s.name}: ${meanSd(r.mean, r.sd, r.unit)} (n = ${r.n})`);
 				}
 				return lines.join('<br/>');
 			}
@@ -198,22 +194,69 @@ export const describe = (title, subtitle) => ({
 // Formatting only: the verdicts, CIs, p-values, anomaly flags and variance splits are computed
 // by pvbench.stats / analytics (report_comparisons, report_anomalies, report_occasions, …).
 
-/** A number, grouped; 1 decimal below 100 (as the tables print them) unless `digits` is given. */
+/** A number, grouped: 3 significant figures (what repeated storage measurements support), or `digits` decimals. */
 export function num(v, digits) {
 	if (v == null || Number.isNaN(Number(v))) return '–';
 	const x = Number(v);
-	const d = digits ?? (Math.abs(x) >= 100 ? 0 : 1);
-	return x.toLocaleString('en-US', { minimumFractionDigits: digits ?? 0, maximumFractionDigits: d }).replace('-', '−');
+	if (digits == null) return sig(x);
+	return x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }).replace('-', '−');
 }
 
 const minus = (s) => s.replace('-', '−');
 
-/** A signed number: "+12.3", "−4.0", "0". */
+/** 3 significant figures, grouped: 256083.6 → "256,000", 12.345 → "12.3", 0.01234 → "0.0123". */
+export function sig(v, n = 3) {
+	if (v == null || Number.isNaN(Number(v))) return '–';
+	const x = Number(v);
+	return minus(x.toLocaleString('en-US', { maximumSignificantDigits: n }));
+}
+
+// the decimal place of a number's k-th significant digit (10^place)
+const place = (x, k) => (x === 0 || !Number.isFinite(x) ? -Infinity : Math.floor(Math.log10(Math.abs(x))) - (k - 1));
+
+/**
+ * "mean ± sd" rounded to what the spread supports: 3 significant figures of the mean, a 4th
+ * only when the sd is that precise (its 2nd significant digit), both to the same place, grouped:
+ * 256083.6 ± 51728.9 → "256,000 ± 52,000"; 1000.4 ± 5.2 → "1,000 ± 5".
+ */
+export function meanSd(mean, sd, unit) {
+	if (mean == null || Number.isNaN(Number(mean))) return '–';
+	const m = Number(mean);
+	const s = sd == null || Number.isNaN(Number(sd)) ? 0 : Number(sd);
+	let p = Math.max(place(m, 4), Math.min(place(m, 3), s > 0 ? place(s, 2) : place(m, 3)));
+	if (!Number.isFinite(p)) p = 0;
+	const d = Math.max(0, -p);
+	const f = (x) => minus((Math.round(x / 10 ** p) * 10 ** p).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
+	return `${f(m)} ± ${f(s)}${unit ? ` ${unit}` : ''}`;
+}
+
+/** The same rounding for an interval: "[244,000, 268,000]". */
+export function interval(lo, hi, mean) {
+	if (lo == null || hi == null || Number.isNaN(Number(lo)) || Number.isNaN(Number(hi))) return '–';
+	const ref = mean ?? (Number(lo) + Number(hi)) / 2;
+	let p = Math.max(place(Number(ref), 4), Math.min(place(Number(ref), 3), place(Number(hi) - Number(lo), 2)));
+	if (!Number.isFinite(p)) p = 0;
+	const d = Math.max(0, -p);
+	const f = (x) => minus((Math.round(x / 10 ** p) * 10 ** p).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
+	return `[${f(Number(lo))}, ${f(Number(hi))}]`;
+}
+
+/** Rows with display strings: mean ± sd, the 95% CI and every listed column to 3 significant figures (`<col>_s`). */
+export function displayRows(rows, cols = []) {
+	return asRows(rows).map((r) => {
+		const out = { ...r, mean_sd: meanSd(r.mean, r.sd), ci95: interval(r.ci95_low, r.ci95_high, r.mean) };
+		for (const c of cols) out[`${c}_s`] = sig(r[c]);
+		return out;
+	});
+}
+
+/** A signed number to 3 significant figures (or `digits` decimals): "+12.3", "−4,060", "0". */
 export function signed(v, digits) {
 	if (v == null || Number.isNaN(Number(v))) return '–';
 	const x = Number(v);
-	const d = digits ?? (Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 1 ? 1 : 2);
-	const s = x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+	const s = digits == null
+		? x.toLocaleString('en-US', { maximumSignificantDigits: 3 })
+		: x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 	return minus(x > 0 ? `+${s}` : s);
 }
 
@@ -246,14 +289,8 @@ export function verdictChip(verdict, equivalent) {
 	return `<span style="color:${fg};background:${bg};border-radius:4px;padding:1px 6px;white-space:nowrap;font-weight:600">${text}${eq}</span>`;
 }
 
-/** The kinds of report_comparisons, in page order, with what each one compares. */
+/** The kinds of report_comparisons, in page order (the upgrade's verdict first: what a person comes for), with what each one compares. */
 export const COMPARISON_KINDS = [
-	{
-		kind: 'storage_class',
-		title: 'Storage class against storage class',
-		text: 'Every pair of storage classes of a campaign, workload by workload (all runs and occasions pooled). The candidate is the class later in alphabetical order; the verdict says how the candidate does against the baseline.',
-		empty: 'No pair of storage classes in any campaign (a campaign with one storage class has nothing to compare).'
-	},
 	{
 		kind: 'role',
 		title: 'Candidate against baseline (role labels)',
@@ -265,6 +302,12 @@ export const COMPARISON_KINDS = [
 		title: 'Latest run against the run before',
 		text: 'Per storage class, the latest run of a campaign against the run before it (ordered by when they started): did the last run get slower?',
 		empty: 'No storage class has two runs with matching workloads in one campaign.'
+	},
+	{
+		kind: 'storage_class',
+		title: 'Storage class against storage class',
+		text: 'Every pair of storage classes of a campaign, workload by workload (all runs and occasions pooled). The candidate is the class later in alphabetical order; the verdict says how the candidate does against the baseline.',
+		empty: 'No pair of storage classes in any campaign (a campaign with one storage class has nothing to compare).'
 	}
 ];
 
@@ -455,3 +498,169 @@ export const METHODOLOGY_SECTIONS = {
 	limits: 'Declared limits',
 	cost: 'Resources and cost'
 };
+
+// ------------------------------------------------------------------ overview and verdict charts
+
+// title, subtitle (with unit and n) and their screen-reader description, as every chart has them
+const heading = (title, subtitle) => ({
+	...describe(title, subtitle),
+	title: { text: title, subtext: subtitle, left: 0, textStyle: { fontSize: 14 } }
+});
+
+// a round axis end at or above x (1, 1.5, 2, 2.5, … × a power of ten): whiskers must fit on the axis
+const niceCeil = (x) => {
+	if (!(x > 0)) return 0;
+	const p = 10 ** Math.floor(Math.log10(x));
+	return (Math.ceil((2 * x) / p) * p) / 2;
+};
+
+// a tooltip that shows lines for the row under the pointer (axis trigger, one row per category)
+const rowTooltip = (rs, lines) => ({
+	trigger: 'axis',
+	axisPointer: { type: 'shadow' },
+	formatter: (params) => {
+		const r = rs[params[0]?.dataIndex];
+		return r ? lines(r).join('<br/>') : '';
+	}
+});
+
+// error bars for a custom series: data items [category index, low, high]; `horizontal` when the
+// value axis is x (forest plot), else y (bars)
+function errorBars(name, data, horizontal = false) {
+	return {
+		name,
+		type: 'custom',
+		data,
+		z: 10,
+		tooltip: { show: false },
+		renderItem: (params, api) => {
+			const i = api.value(0);
+			const a = api.coord(horizontal ? [api.value(1), i] : [i, api.value(1)]);
+			const b = api.coord(horizontal ? [api.value(2), i] : [i, api.value(2)]);
+			const w = (horizontal ? api.size([0, 1])[1] : api.size([1, 0])[0]) * 0.12;
+			const style = { stroke: '#111827', lineWidth: 1.5 };
+			const cap = (p) => horizontal
+				? { type: 'line', shape: { x1: p[0], y1: p[1] - w, x2: p[0], y2: p[1] + w }, style }
+				: { type: 'line', shape: { x1: p[0] - w, y1: p[1], x2: p[0] + w, y2: p[1] }, style };
+			return {
+				type: 'group',
+				children: [{ type: 'line', shape: { x1: a[0], y1: a[1], x2: b[0], y2: b[1] }, style }, cap(a), cap(b)]
+			};
+		}
+	};
+}
+
+/** One chart per workload of the overview: the panel key (headline rows of report_overview). */
+export const HEADLINE_PANEL = ['campaign', 'profile', 'workload', 'direction', 'metric'];
+
+/**
+ * ECharts option: the storage classes side by side for one workload's headline metric, best
+ * first — mean as a bar, its 95% CI as an error bar (from the occasion means), unit on the axis.
+ */
+export function headlineChart(rows) {
+	const rs = asRows(rows).sort((a, b) => a.rank - b.rank);
+	const r0 = rs[0] ?? {};
+	const unit = r0.unit ?? '';
+	const better = r0.better === 'lower' ? 'lower is better' : 'higher is better';
+	const title = `${r0.workload_title} — ${r0.direction} (${unit})`;
+	const subtitle = `mean and 95% CI per storage class, ${better}; ${nText(rs)} results per class · unit: ${unit}`;
+	return {
+		...heading(title, subtitle),
+		grid: { top: 64, left: 10, right: 16, bottom: 10, containLabel: true },
+		tooltip: rowTooltip(rs, (r) => [`${r.storage_class} (rank ${r.rank})`, `mean ± sd ${meanSd(r.mean, r.sd, unit)}`,
+			`95% CI ${interval(r.ci95_low, r.ci95_high, r.mean)} (${r.ci_basis ?? ''})`, `n = ${r.n}`]),
+		xAxis: { type: 'category', data: rs.map((r) => r.storage_class), axisLabel: { interval: 0, rotate: rs.length > 4 ? 20 : 0 } },
+		yAxis: {
+			type: 'value', name: unit, min: 0,
+			max: niceCeil(Math.max(...rs.map((r) => Number(r.ci95_high ?? r.mean) || 0), ...rs.map((r) => Number(r.mean) || 0)) * 1.05),
+			axisLabel: { formatter: (v) => sig(v) }
+		},
+		series: [
+			{
+				name: 'mean',
+				type: 'bar',
+				data: rs.map((r, i) => ({ value: r.mean, itemStyle: { color: PALETTE[i % PALETTE.length] } })),
+				label: { show: true, position: 'insideTop', formatter: (p) => sig(p.value), color: '#fff', fontSize: 11 }
+			},
+			errorBars('95% CI', rs.map((r, i) => [i, r.ci95_low ?? r.mean, r.ci95_high ?? r.mean]))
+		]
+	};
+}
+
+const VERDICT_COLOR = { better: '#16a34a', worse: '#dc2626', 'no meaningful difference': '#6b7280', withheld: '#d97706' };
+
+/**
+ * ECharts option: a forest plot of one comparison — per metric the change (candidate vs
+ * baseline, %) with its CI, against the ± smallest-meaningful-change band; dots coloured by verdict.
+ */
+export function forestChart(rows) {
+	const rs = asRows(rows);
+	const band = 100 * Number(rs[0]?.min_change ?? 0.05);
+	const cats = rs.map((r) => `${r.workload_title} — ${r.direction}`);
+	const title = `Change of the candidate against the baseline (%)`;
+	const span = (col) => {
+		const v = rs.map((r) => Number(r[col])).filter(Number.isFinite);
+		return !v.length ? '?' : Math.min(...v) === Math.max(...v) ? `${v[0]}` : `${Math.min(...v)}–${Math.max(...v)}`;
+	};
+	const subtitle = `ratio − 1 with its ${Math.round(100 * Number(rs[0]?.confidence ?? 0.95))}% CI per metric; shaded: ±${band}% (smallest meaningful change); withheld rows have no interval; n = ${span('n_baseline')} / ${span('n_candidate')} results per side · unit: % of the metric (${units(rs).join(', ')})`;
+	const pctOf = (x) => (x == null || Number.isNaN(Number(x)) ? null : 100 * Number(x));
+	// the axis holds every whisker and the band, in steps of 5%
+	const ends = rs.flatMap((r) => [r.change, r.change_ci_low, r.change_ci_high]).map(pctOf).filter((v) => v != null);
+	const low = Math.min(-band, ...ends) * 1.08;
+	const high = Math.max(band, ...ends) * 1.08;
+	const step = [5, 10, 20, 25, 50, 100, 200, 500, 1000].find((k) => (high - low) / k <= 8) ?? 1000;
+	const lo = step * Math.floor(low / step);
+	const hi = step * Math.ceil(high / step);
+	return {
+		...heading(title, subtitle),
+		grid: { top: 64, left: 10, right: 24, bottom: 30, containLabel: true },
+		tooltip: {
+			trigger: 'item',
+			formatter: (p) => {
+				const r = rs[p.dataIndex];
+				if (!r) return '';
+				return [cats[p.dataIndex], `${r.verdict}: ${pct(r.change, { sign: true })} [${pct(r.change_ci_low, { sign: true })}, ${pct(r.change_ci_high, { sign: true })}]`,
+					r.reason ? `withheld: ${r.reason}` : `p (Holm) ${pText(r.p_holm)}`,
+					`occasions ${r.occasions_baseline} → ${r.occasions_candidate}`].join('<br/>');
+			}
+		},
+		yAxis: { type: 'category', data: cats, inverse: true },
+		xAxis: { type: 'value', name: '% change', nameLocation: 'middle', nameGap: 22, min: lo, max: hi, interval: step, axisLabel: { formatter: (v) => `${v}%` } },
+		series: [
+			{
+				name: 'change',
+				type: 'scatter',
+				symbolSize: 11,
+				data: rs.map((r) => ({ value: [pctOf(r.change), cats.indexOf(`${r.workload_title} — ${r.direction}`)], itemStyle: { color: VERDICT_COLOR[r.verdict] ?? '#6b7280' } })),
+				markArea: { silent: true, itemStyle: { color: 'rgba(107,114,128,0.12)' }, data: [[{ xAxis: -band }, { xAxis: band }]] },
+				markLine: { silent: true, symbol: 'none', label: { show: false }, lineStyle: { color: '#9ca3af', type: 'solid' }, data: [{ xAxis: 0 }] }
+			},
+			errorBars('CI', rs.map((r, i) => [i, pctOf(r.change_ci_low), pctOf(r.change_ci_high)]).filter((d) => d[1] != null && d[2] != null), true)
+		]
+	};
+}
+
+/**
+ * The overview's verdict banner: per campaign and storage class with a candidate run
+ * (role comparisons), which headline metrics got worse, by how much, with what confidence, and
+ * how many occasions and runs stand behind each side.
+ */
+export function verdictBanners(rows) {
+	const rs = asRows(rows).filter((r) => r.kind === 'role');
+	return panels(rs, ['campaign', 'storage_class']).map((p) => {
+		const mine = rowsOf(rs, p, ['campaign', 'storage_class']);
+		const worse = mine.filter((r) => r.verdict === 'worse');
+		const better = mine.filter((r) => r.verdict === 'better');
+		const withheld = mine.filter((r) => r.verdict === 'withheld');
+		const sides = `baseline: ${p.occasions_baseline} occasion(s) in ${p.runs_baseline} run(s); candidate: ${p.occasions_candidate} occasion(s) in ${p.runs_candidate} run(s)`;
+		const lines = worse.map((r) => `${r.workload_title} — ${r.direction}: ${pct(r.change, { sign: true })} [${pct(r.change_ci_low, { sign: true })}, ${pct(r.change_ci_high, { sign: true })}], p (Holm) ${pText(r.p_holm)}`);
+		const status = worse.length ? 'negative' : withheld.length === mine.length ? 'warning' : 'positive';
+		const headline = worse.length
+			? `${p.storage_class} (${p.campaign}): the candidate is worse in ${worse.length} of ${mine.length} headline metrics`
+			: withheld.length === mine.length
+				? `${p.storage_class} (${p.campaign}): no verdict yet — ${withheld[0]?.reason ?? 'too few occasions'}`
+				: `${p.storage_class} (${p.campaign}): the candidate is not worse in any of ${mine.length - withheld.length} judged headline metrics` + (better.length ? ` (better in ${better.length})` : '');
+		return { campaign: p.campaign, storage_class: p.storage_class, status, headline, lines, sides,
+			confidence: `${Math.round(100 * Number(p.confidence ?? 0.95))}% CIs, Holm at α = ${p.alpha}, smallest meaningful change ${pct(p.min_change)}` + (withheld.length && withheld.length < mine.length ? `; ${withheld.length} withheld` : '') };
+	});
+}

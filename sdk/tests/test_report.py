@@ -37,15 +37,17 @@ ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) 
 BROWSER_JS = TESTS / "report_browser.mjs"
 LIMITS = REPO / "examples" / "limits-azure-p30.yaml"
 
-# Table 6.1 of the thesis (averages of all 20 runs), as the overview prints them (mean ± sd)
+# Table 6.1 of the thesis (averages of all 20 runs: 3991.8 ± 119.5, 975.2 ± 32.0, 1007.5 ± 38.2,
+# 4157.3 ± 250.6, 186.3 ± 10.1; Portworx 35745.0 ± 8231.0), as the overview prints them: rounded
+# to what the spread supports (3 significant figures, a 4th only if the sd is that precise)
 THESIS_MEANS = {
-    "Random read IOPS": "3991.8 ± 119.5",
-    "Random write IOPS": "975.2 ± 32.0",
-    "Read latency": "1007.5 ± 38.2",
-    "Write latency": "4157.3 ± 250.6",
-    "Random read bandwidth": "186.3 ± 10.1",
+    "Random read IOPS": "3,990 ± 120",
+    "Random write IOPS": "975 ± 32",
+    "Read latency": "1,008 ± 38",
+    "Write latency": "4,160 ± 250",
+    "Random read bandwidth": "186 ± 10",
 }
-PORTWORX_READ_IOPS = "35745.0 ± 8231.0"
+PORTWORX_READ_IOPS = "35,700 ± 8,200"
 
 
 def pvbench(*args: str) -> str:
@@ -123,14 +125,14 @@ def thesis_site(reports, tmp_path_factory) -> Site:
     try:
         shots = ARTIFACTS / "thesis"
         result = browse(reports, url, shots, [
-            {"name": "index", "path": "/"},
+            {"name": "index", "path": "/", "minCharts": 10},
             {"name": "boxplots", "path": "/boxplots/", "minCharts": 10},
             {"name": "fsync-empty", "path": "/fsync/"},
             {"name": "sweep-empty", "path": "/sweep/"},
             {"name": "storage-classes", "path": "/storage-classes/"},
             {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
             {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},
-            {"name": "comparisons", "path": "/comparisons/"},
+            {"name": "comparisons", "path": "/comparisons/", "minCharts": 6},
             {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
             {"name": "occasions", "path": "/occasions/", "minCharts": 44},
             {"name": "methodology", "path": "/methodology/"},
@@ -159,13 +161,13 @@ def full_site(reports, tmp_path_factory) -> Site:
     server, url = start_server(work / "site")
     try:
         result = browse(reports, url, ARTIFACTS / "full", [
-            {"name": "index", "path": "/"},
+            {"name": "index", "path": "/", "minCharts": 24},
             {"name": "boxplots", "path": "/boxplots/", "minCharts": 24},
             {"name": "fsync", "path": "/fsync/", "minCharts": 2},
             {"name": "sweep", "path": "/sweep/", "minCharts": 18},
             {"name": "class-rook-ceph-rbd", "path": "/storage-classes/rook-ceph-rbd/", "minCharts": 30},
             {"name": "class-nvme-tcp", "path": "/storage-classes/nvme-tcp/", "minCharts": 18},
-            {"name": "comparisons", "path": "/comparisons/"},
+            {"name": "comparisons", "path": "/comparisons/", "minCharts": 12},
             {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
             {"name": "occasions", "path": "/occasions/", "minCharts": 49},
             {"name": "methodology", "path": "/methodology/"},
@@ -176,6 +178,26 @@ def full_site(reports, tmp_path_factory) -> Site:
 
 
 # ------------------------------------------------------------------ quick (no build)
+
+def test_numbers_are_rounded_to_what_the_data_supports():
+    """The report's number formatting (reports/components/pvbench.js), run in node."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: run `make setup` (ci/install-report.sh)")
+    script = """
+    const m = await import(process.argv[1]);
+    console.log(JSON.stringify([
+      m.meanSd(256083.6, 51728.9), m.meanSd(3991.8, 119.5), m.meanSd(1000.4, 5.2), m.meanSd(12.345, 0.5),
+      m.meanSd(-4.2, 0), m.sig(0.012345), m.sig(35745), m.interval(244123, 268456, 256000), m.num(1.23456, 2),
+    ]));"""
+    proc = subprocess.run([node, "--input-type=module", "-e", script, str(REPO / "reports" / "components" / "pvbench.js")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [
+        "256,000 ± 52,000", "3,990 ± 120", "1,000 ± 5", "12.35 ± 0.50", "−4.20 ± 0.00", "0.0123", "35,700",
+        "[244,000, 268,000]", "1.23",
+    ]
+
 
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     project = tmp_path / "reports"
@@ -223,6 +245,13 @@ def test_thesis_overview_shows_table_6_1(thesis_site):
         assert sc in text
     for unit in ("IOPS", "MiB/s", "µs"):
         assert unit in text
+    # a headline chart per workload: the classes side by side, mean with its 95% CI, unit on the axis
+    charts = index["charts"]
+    assert len(charts) == 10 and all(painted(c) for c in charts), charts
+    labels = [c["label"] for c in charts]
+    assert "Random read IOPS — read (IOPS). mean and 95% CI per storage class, higher is better; n = 20 results per class · unit: IOPS" in labels, labels
+    assert any(lb.startswith("Read latency — read (µs)") and "lower is better" in lb for lb in labels), labels
+    assert "the candidate is" not in text  # no candidate run in the thesis: no verdict banner
 
 
 @pytest.mark.slow
@@ -265,7 +294,7 @@ def test_thesis_comparisons_show_verdicts(thesis_site):
     # every pair of the four classes, each a table of 10 workloads with n per side
     pair = section(text, "Portworx against Azure Disk Storage · thesis", " against ")
     read = row(pair, "Random read IOPS — read")
-    assert "▲ better" in read and "20 / 20" in read and "IOPS" in read and "3,992 → 35,745" in read
+    assert "▲ better" in read and "20 / 20" in read and "IOPS" in read and "3,990 → 35,700" in read
     latency = row(pair, "Write latency — write")  # latency: lower is better, Portworx's is lower
     assert "▲ better" in latency and "↓ lower" in latency and "µs" in latency
     assert "▼ worse" in row(pair, "Sequential write — write")
@@ -277,6 +306,9 @@ def test_thesis_comparisons_show_verdicts(thesis_site):
     # the thesis has one run and no role labels: those kinds show a note
     assert "No results carry role=baseline and role=candidate labels" in text
     assert "No storage class has two runs" in text
+    # one forest plot per comparison: change with its CI against the ±5% band
+    assert len(page["charts"]) == 6 and all(painted(c) for c in page["charts"]), page["charts"]
+    assert all(c["label"].startswith("Change of the candidate against the baseline (%)") for c in page["charts"])
 
 
 @pytest.mark.slow
@@ -374,8 +406,25 @@ def test_full_report_has_every_profile(full_site):
 
 
 @pytest.mark.slow
+def test_full_overview_says_whether_the_upgrade_hurt(full_site):
+    index = full_site.page("index")
+    text = index["text"]
+    # the verdict banner at the top: which metrics got worse, by how much, with what confidence,
+    # on how many occasions and runs
+    banner = text[text.index("openebs-lvm (upgrade)"):][:900]
+    assert banner.startswith("openebs-lvm (upgrade): the candidate is worse in 2 of 4 headline metrics"), banner
+    assert "baseline: 3 occasion(s) in 1 run(s); candidate: 3 occasion(s) in 1 run(s)" in banner, banner
+    assert "Random write IOPS — write: −19" in banner and "Write latency — write: +2" in banner, banner
+    assert "95% CIs, Holm at α = 0.05" in banner, banner
+    assert text.index("openebs-lvm (upgrade)") < text.index("Storage classes")  # where a person lands
+    assert len(index["charts"]) >= 24 and all(painted(c) for c in index["charts"])
+
+
+@pytest.mark.slow
 def test_full_comparisons_catch_the_upgrade(full_site):
-    text = full_site.page("comparisons")["text"]
+    page = full_site.page("comparisons")
+    text = page["text"]
+    assert len(page["charts"]) >= 12 and all(painted(c) for c in page["charts"]), page["charts"]
     for heading in ("openebs-lvm: role=candidate against role=baseline · upgrade",
                     "openebs-lvm: run=after-upgrade against run=before-upgrade · upgrade"):
         part = section(text, heading, " against ")
