@@ -81,7 +81,7 @@ def main() -> None:
                       f"{wall:.1f} s / {report.fio_seconds:.1f} s = {wall / report.fio_seconds:.2f}")
 
         store = open_store(Path(tmp) / "thesis")
-        for doc in read_documents(REPO.parent / "shared" / "reference" / "thesis-azure-runs.csv", "thesis"):
+        for doc in read_documents(REPO / "examples" / "thesis-azure-runs.csv", "thesis"):
             publish(doc, None, store, None)
         t0 = time.monotonic()
         aggregate(store, "thesis", out=Path(tmp) / "parquet")

@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from pvbench.stats.calibration import Design
 
 DETECTORS = ("warm_up", "outlier")
 
@@ -35,15 +36,8 @@ TARGET_MODELS = ("report_anomalies",)
 PROVIDED_TABLES = ("measurements", "over_limit")
 
 
-@dataclass(frozen=True)
-class FlagDesign:
-    occasions: int
-    reps: int
-    icc: float = 0.0
-    cv: float = 0.15
-
-    def label(self) -> str:
-        return f"{self.occasions}×{self.reps}, ICC {self.icc:g}, CV {self.cv:.0%}"
+# one design type for every calibration: occasions × reps, ICC, CV (pvbench.stats.calibration)
+FlagDesign = Design
 
 
 SHAPES = ((1, 3), (2, 3), (2, 5), (3, 3), (3, 5), (4, 5), (5, 5), (10, 3), (5, 10), (10, 10))
