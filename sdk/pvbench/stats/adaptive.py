@@ -26,6 +26,8 @@ from typing import Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pvbench.cells.cell import MAX_REPETITIONS
+
 
 class AdaptiveSettings(BaseModel):
     """``adaptive:`` of a local-mode config, and the options of ``pvbench stats ci-check``."""
@@ -36,7 +38,8 @@ class AdaptiveSettings(BaseModel):
                                      description="Stop when the CI half-width is below this share of the mean")
     min_repetitions: int = Field(default=5, ge=2, description="Always run at least this many (fewer makes "
                                  "early stops too optimistic: ci/adaptive_resample.py)")
-    max_repetitions: int = Field(default=20, ge=2, description="Never run more than this many")
+    max_repetitions: int = Field(default=20, ge=2, le=MAX_REPETITIONS,
+                                 description="Never run more than this many (the same bound as repetitions)")
     confidence: float = Field(default=0.95, gt=0, lt=1)
 
     @model_validator(mode="after")

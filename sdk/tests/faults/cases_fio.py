@@ -230,6 +230,13 @@ def expand_huge_repetitions(ctx: Ctx) -> Outcome:
     return _refused(ctx, proc, "repetitions", "100", extra_ok=not proc.stdout.strip())
 
 
+def ci_check_huge_max_reps(ctx: Ctx) -> Outcome:
+    """What the Argo adaptive loop asks between rounds, with a cap around the template's enum."""
+    proc = ctx.cli("stats", "ci-check", "--store", str(ctx.tmp / "store"), "--campaign", "c",
+                   "--max-reps", "1000000000", timeout=30)
+    return _refused(ctx, proc, "max_repetitions", "100")
+
+
 def config_huge_repetitions(ctx: Ctx) -> Outcome:
     proc = ctx.cli("local", "run", str(_config(ctx, repetitions=1_000_000_000)), "--dry-run", timeout=30)
     return _refused(ctx, proc, "repetitions", "100")
@@ -279,6 +286,7 @@ CASES = [
     Case("fio", "validate --repetitions 1000000000", validate_huge_repetitions),
     Case("fio", "expand --repetitions 1000000000 (a Workflow around the template's enum)", expand_huge_repetitions),
     Case("fio", "local config repetitions: 1000000000", config_huge_repetitions),
+    Case("fio", "stats ci-check --max-reps 1000000000", ci_check_huge_max_reps),
     Case("fio", "the same --run twice", same_run_twice, needs=("fio",)),
     Case("fio", "two local runs started in the same second (no --run)", two_runs_same_second, needs=("fio",)),
 ]
