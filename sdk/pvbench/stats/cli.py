@@ -219,9 +219,13 @@ def ci_check(
     if max_reps < min_reps:  # the cap wins: "never more than" over "at least" (a run must not fail on it)
         _err.print(f"note: --max-reps {max_reps} caps --min-reps {min_reps}")
         min_reps = max_reps
+    from pydantic import ValidationError
+
     try:
         settings = AdaptiveSettings(target_half_width=target, min_repetitions=min_reps, max_repetitions=max_reps)
         con = build_tables(open_store(store), campaign, run, extras=False)
+    except ValidationError as exc:  # one line: "max_repetitions: Input should be less than or equal to 100"
+        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     except (ValueError, AnalyticsError, StoreError) as exc:
         fail(str(exc))
     rows = con.execute("""
