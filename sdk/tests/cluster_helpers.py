@@ -350,6 +350,9 @@ MAIN_RUN = {
     "repetitions": "2",
     "seed": "11",
     "volume-size": "2Gi",  # not the template's literal 1Gi: proves the podSpecPatch
+    # a cell's deadline counts from its creation, and here a cell may wait for the node while the
+    # failure scenario's cells hold it (anti-affinity): allow for that wait, not just QUICK's 20 s
+    "volume-timeout": "5m",
     # adaptive: every cell has 2 < 5 values, so round 1 asks for a 3rd; at 3 (the cap) round 2 says done
     "adaptive-target": "0.02",
     "adaptive-max-repetitions": "3",
