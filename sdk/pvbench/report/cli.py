@@ -11,7 +11,7 @@ from rich.console import Console
 
 from pvbench.report.build import ReportError, build_report
 from pvbench.report.fetch import URL_ENV, STORE_ENV, fetch_report, is_store_url, published, report_location
-from pvbench.report.serve import make_server, make_store_server
+from pvbench.report.serve import make_server, make_store_server, serve_until_interrupted
 from pvbench.store.backends import StoreError
 
 app = typer.Typer(help="Build and serve the Evidence report.", no_args_is_help=True)
@@ -102,9 +102,4 @@ def serve(
             _fail(str(exc))
         h, p = server.server_address[:2]
         _err.print(f"serving {what} at [bold]http://{h}:{p}/[/]  (Ctrl-C to stop)", soft_wrap=True)  # unbroken URLs
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        serve_until_interrupted(server)

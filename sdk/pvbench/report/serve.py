@@ -54,15 +54,19 @@ def start_server(site_dir: Path, host: str = "127.0.0.1", port: int = 0) -> tupl
     return server, f"http://{h}:{p}"
 
 
-def serve_report(site_dir: Path, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve ``site_dir`` until interrupted (Ctrl-C)."""
-    server = make_server(site_dir, host, port)
+def serve_until_interrupted(server: ThreadingHTTPServer) -> None:
+    """Serve until Ctrl-C, then close the socket (the CLI and serve_report alike)."""
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+
+
+def serve_report(site_dir: Path, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve ``site_dir`` until interrupted (Ctrl-C)."""
+    serve_until_interrupted(make_server(site_dir, host, port))
 
 
 # ---------------------------------------------------------------- a whole store
