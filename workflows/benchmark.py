@@ -29,6 +29,8 @@ from hera.workflows.archive import NoneArchiveStrategy
 
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
+from pvbench.cells.run import max_jobs
+from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
 
 WF = "{{workflow.parameters.%s}}".__mod__
 IN = "{{inputs.parameters.%s}}".__mod__
@@ -111,12 +113,51 @@ def cell_arguments() -> list[Parameter]:
     return [Parameter(name=name.replace("_", "-"), value="{{item.%s}}" % name) for name in c.FAN_OUT_ITEM_KEYS]
 
 
+# ------------------------------------------------------------------ the profiles, from the catalog
+# Names, test counts and timings come from pvbench's profile catalog; only the extra choices the
+# UI offers beside each profile's own timing are stated here.
+VOLUME_SIZE = "10Gi"  # the volume-size default
+RAMP_CHOICES_S = (30,)
+RUNTIME_CHOICES_S = (60, 300)
+
+
+def _or(parts: list[str]) -> str:
+    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _footprint_bytes(profile: Profile) -> int:
+    """The most disk one test of the profile takes: its file size times its most jobs."""
+    return max(max_jobs(t) for t in profile.tests) * profile.timing.size_bytes
+
+
+def _profile_choice(profile: Profile) -> str:
+    note = ""
+    if _footprint_bytes(profile) > parse_size(VOLUME_SIZE.removesuffix("i")) * 0.95:
+        note = f", up to {_footprint_bytes(profile) / 2**30:g} GiB of files: raise volume-size"
+    return f"{profile.name} ({len(profile.tests)} tests{note})"
+
+
+def _each_profiles(what) -> str:
+    """'(dbench 2s, vshn 5s, sweep 10s)': one timing of every profile."""
+    return "(" + ", ".join(f"{p.name} {what(p.timing)}" for p in PROFILES.values()) + ")"
+
+
+def _timing_enum(own: str, extra: tuple[float, ...]) -> list[str]:
+    """`profile`, then every profile's own value and the extra choices, shortest first."""
+    values = {getattr(p.timing, own) for p in PROFILES.values()} | set(extra)
+    return [c.PROFILE_DEFAULT, *(_seconds(v) for v in sorted(values))]
+
+
 P = Parameter
 PARAMETERS = [
     P(name="storage-classes", value='["standard"]',
       description='Storage classes to compare, as a JSON list, e.g. ["gp3","io2"]. Each cell gets a fresh PVC of its class.'),
-    P(name="profile", value="dbench", enum=["dbench", "vshn", "sweep"],
-      description="Workload profile: dbench (9 tests), vshn (10 tests) or sweep (64 tests, needs a big volume)."),
+    P(name="profile", value=DEFAULT_PROFILE_NAME, enum=list(PROFILES),
+      description=f"Workload profile: {_or([_profile_choice(p) for p in PROFILES.values()])}."),
     P(name="tests", value="",
       description="Only these tests of the profile, comma-separated (empty: all), e.g. randread-iops,seqwrite-bw."),
     P(name="repetitions", value="3", enum=["1", "2", "3", "5", "10"],
@@ -129,14 +170,17 @@ PARAMETERS = [
     P(name="adaptive-max-repetitions", value="20", enum=list(c.ADAPTIVE_MAX_REPETITIONS),
       description="Adaptive repetitions: at most this many per cell, and at most this many extra rounds."),
     P(name="seed", value="1", description="Seed of the randomized cell order; the same seed repeats the same order."),
-    P(name="ramp", value=c.PROFILE_DEFAULT, enum=[c.PROFILE_DEFAULT, "2s", "5s", "10s", "30s"],
-      description="fio ramp time before measuring. profile: the profile's own (dbench 2s, vshn 5s, sweep 10s)."),
-    P(name="runtime", value=c.PROFILE_DEFAULT, enum=[c.PROFILE_DEFAULT, "15s", "30s", "60s", "120s", "300s"],
-      description="fio measured runtime per test. profile: the profile's own (dbench 15s, vshn 30s, sweep 120s)."),
+    P(name="ramp", value=c.PROFILE_DEFAULT, enum=_timing_enum("ramp_s", RAMP_CHOICES_S),
+      description="fio ramp time before measuring. profile: the profile's own "
+                  f"{_each_profiles(lambda t: _seconds(t.ramp_s))}."),
+    P(name="runtime", value=c.PROFILE_DEFAULT, enum=_timing_enum("runtime_s", RUNTIME_CHOICES_S),
+      description="fio measured runtime per test. profile: the profile's own "
+                  f"{_each_profiles(lambda t: _seconds(t.runtime_s))}."),
     P(name="size", value=c.PROFILE_DEFAULT,
-      description="fio file size per job, e.g. 1G. profile: the profile's own (dbench 1G, vshn 2G, sweep 4G). "
-                  "Checked against volume-size before anything starts."),
-    P(name="volume-size", value="10Gi", description="Size of each fresh PVC, e.g. 10Gi (cloud disks: size sets speed)."),
+      description="fio file size per job, e.g. 1G. profile: the profile's own "
+                  f"{_each_profiles(lambda t: t.size)}. Checked against volume-size before anything starts."),
+    P(name="volume-size", value=VOLUME_SIZE,
+      description="Size of each fresh PVC, e.g. 10Gi (cloud disks: size sets speed)."),
     P(name="volume-timeout", value="10m",
       description="How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails; "
                   "the cell's deadline is this plus its fio time, so a volume that never binds cannot hold the node."),

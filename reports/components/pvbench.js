@@ -2,6 +2,11 @@
 // No statistics here: every number comes precomputed from the analytics layer's report_* tables;
 // these functions only group rows into panels and build chart configurations.
 
+// The profile catalog's labels, rendered from sdk/pvbench/profiles/catalog.py (`pvbench argo render`).
+import { SWEEP_PROFILE, SWEEP_GROUPS, SWEEP_LOADS } from './profiles.js';
+
+export { SWEEP_PROFILE, SWEEP_GROUPS, SWEEP_LOADS };
+
 /** Colours for storage classes (Evidence's default palette, fixed so that bands match lines). */
 export const PALETTE = [
 	'#236aa4',
@@ -36,7 +41,7 @@ export function panels(rows, cols) {
 /** Sections per campaign and profile, the sweep profile last (its cells are best read as curves). */
 export const sections = (rows) =>
 	panels(rows, ['campaign', 'profile']).sort(
-		(a, b) => (a.profile === 'sweep') - (b.profile === 'sweep')
+		(a, b) => (a.profile === SWEEP_PROFILE) - (b.profile === SWEEP_PROFILE)
 	);
 
 /** Rows that share the grouping columns' values with `panel`. */
@@ -140,20 +145,6 @@ export function fsyncChart(rows, kind) {
 		series
 	};
 }
-
-/** Titles of the sweep profile's workload groups and load levels (see sdk/pvbench/profiles/catalog.py). */
-export const SWEEP_GROUPS = {
-	randread: 'Random read',
-	randwrite: 'Random write',
-	mix70: 'Database mix 70/30',
-	mix50: 'Balanced mix 50/50'
-};
-export const SWEEP_LOADS = {
-	qd1: 'QD1',
-	qd32: 'QD32',
-	qd1x32: 'QD1×32 jobs',
-	p80: '80% load'
-};
 
 /** Sweep rows of one group and direction, with a readable load label, in block size order. */
 export function sweepRows(rows, group, direction) {

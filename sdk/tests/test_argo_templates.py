@@ -31,8 +31,9 @@ from argo_helpers import (
     templates_by_name,
     tool_path,
 )
-from pvbench.argo.render import CHART_FILES, render_all, render_module
+from pvbench.argo.render import CHART_FILES, REPORT_PROFILES, render_all, render_module, render_report_profiles
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES
 from pvbench.store import layout
 
 WORKFLOW_SOURCES = sorted(p for p in (REPO / "workflows").glob("*.py") if not p.name.startswith("_"))
@@ -42,29 +43,46 @@ WORKFLOW_SOURCES = sorted(p for p in (REPO / "workflows").glob("*.py") if not p.
 @pytest.mark.parametrize("source", WORKFLOW_SOURCES, ids=lambda p: p.name)
 def test_each_workflow_renders_exactly_to_its_template(source):
     rendered = render_module(source)
-    for target in (TEMPLATES / f"{source.stem}.yaml", REPO / CHART_FILES / f"{source.stem}.yaml"):
-        assert target.exists(), f"{target} missing: run `pvbench argo render`"
-        assert target.read_text() == rendered, f"{target} differs from {source.name}: run `pvbench argo render`"
+    target = TEMPLATES / f"{source.stem}.yaml"
+    assert target.exists(), f"{target} missing: run `pvbench argo render`"
+    assert target.read_text() == rendered, f"{target} differs from {source.name}: run `pvbench argo render`"
+
+
+def test_the_chart_reads_the_one_rendered_copy():
+    """templates/ is the chart's files/ (a link), so the chart cannot carry a stale second copy."""
+    assert TEMPLATES.is_symlink()
+    assert TEMPLATES.resolve() == (REPO / CHART_FILES).resolve() == (CHART / "files").resolve()
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-s", "templates"], capture_output=True, text=True)
+    if tracked.returncode == 0 and tracked.stdout:  # a git checkout: the link itself is what is committed
+        assert tracked.stdout.startswith("120000 "), tracked.stdout
 
 
 def test_no_template_without_a_source():
     sources = {p.stem for p in WORKFLOW_SOURCES}
     assert {p.stem for p in TEMPLATES.glob("*.yaml")} == sources
-    assert {p.stem for p in (REPO / CHART_FILES).glob("*.yaml")} == sources
+    assert {p.name for p in (CHART / "files").iterdir()} == {f"{s}.yaml" for s in sources}
+
+
+def test_report_profiles_are_rendered_from_the_catalog():
+    assert (REPO / REPORT_PROFILES).read_text() == render_report_profiles(), "run `pvbench argo render`"
 
 
 def test_render_check_fails_on_a_hand_edit(tmp_path):
     root = tmp_path / "repo"
-    for folder in ("workflows", "templates", "charts/pvbench/files"):
+    for folder in ("workflows", "templates", "reports/components"):
         shutil.copytree(REPO / folder, root / folder)
     assert not [o for o in render_all(root, check=True) if o.changed]
     edited = root / "templates" / "benchmark.yaml"
     edited.write_text(edited.read_text().replace("retryPolicy: OnError", "retryPolicy: Always", 1))
+    labels = root / REPORT_PROFILES
+    labels.write_text(labels.read_text().replace('"QD32"', '"QD 32"'))
     proc = subprocess.run([PVBENCH, "argo", "render", "--check", "--root", str(root)], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert "retryPolicy: Always" in proc.stdout and "differ" in proc.stderr
+    assert "retryPolicy: Always" in proc.stdout and '"QD 32"' in proc.stdout and "2 rendered file(s) differ" in \
+        proc.stderr.replace("\n", " ")
     proc = subprocess.run([PVBENCH, "argo", "render", "--root", str(root)], capture_output=True, text=True)
     assert proc.returncode == 0 and "retryPolicy: Always" not in edited.read_text()
+    assert labels.read_text() == render_report_profiles()
 
 
 # ---------------------------------------------------------------- what the benchmark template promises
@@ -74,7 +92,7 @@ def test_benchmark_template_shape():
     tpl = templates_by_name(doc)
     params = {p["name"]: p for p in spec["arguments"]["parameters"]}
     assert all(p.get("description") for p in params.values()), "every parameter is described for the UI"
-    assert params["profile"]["enum"] == ["dbench", "vshn", "sweep"]
+    assert params["profile"]["enum"] == list(PROFILES) and params["profile"]["value"] == DEFAULT_PROFILE_NAME
     assert "enum" in params["repetitions"] and "enum" in params["runtime"]
     # vshn or sweep from the UI keep their own timings unless the user picks others
     assert params["ramp"]["value"] == params["runtime"]["value"] == params["size"]["value"] == "profile"
@@ -125,6 +143,23 @@ def test_benchmark_template_shape():
     for t in tpl.values():
         if "container" in t:
             assert t["container"]["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_profile_parameters_come_from_the_catalog():
+    """Names, test counts and every profile's own timing, as the catalog has them: a profile added,
+    or a timing changed, reaches the UI's choices and descriptions by re-rendering alone."""
+    params = {p["name"]: p for p in benchmark_template()["spec"]["arguments"]["parameters"]}
+    for profile in PROFILES.values():
+        t = profile.timing
+        assert f"{profile.name} ({len(profile.tests)} tests" in params["profile"]["description"]
+        assert f"{profile.name} {t.ramp_s:g}s" in params["ramp"]["description"]
+        assert f"{profile.name} {t.runtime_s:g}s" in params["runtime"]["description"]
+        assert f"{profile.name} {t.size}" in params["size"]["description"]
+        # the profile's own timing is also one of the choices, so it can be kept for another profile
+        assert f"{t.ramp_s:g}s" in params["ramp"]["enum"] and f"{t.runtime_s:g}s" in params["runtime"]["enum"]
+    # the sweep's 32-job tests do not fit the default volume: the description says so
+    assert "sweep (64 tests, up to 128 GiB of files: raise volume-size)" in params["profile"]["description"]
+    assert params["volume-size"]["value"] == "10Gi"
 
 
 def test_fan_out_items_carry_the_cells_inputs():
@@ -220,9 +255,11 @@ def test_chart_carries_the_rendered_template_with_only_its_patches():
         "artifactRepositoryRef"]["configMap"]]  # fmt: skip
     repo = yaml.safe_load(cm["data"][rendered["spec"]["artifactRepositoryRef"]["key"]])
     assert repo["s3"]["accessKeySecret"]["name"] == "pvbench-s3", "credentials only by Secret reference"
+    # the identity the steps run as is the chart's, with the values' annotations (e.g. IRSA for S3)
     [sa] = [d for d in out if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == rendered["spec"][
         "serviceAccountName"]]  # fmt: skip
-    assert sa
+    assert sa["metadata"]["annotations"] == values["serviceAccount"]["annotations"]
+    assert sa["automountServiceAccountToken"] is False
 
 
 def test_chart_rules_are_least_privilege():

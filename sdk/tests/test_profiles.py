@@ -1,10 +1,14 @@
 """Profiles carry the published studies' numbers and render to runnable fio job files."""
 
+import json
+import shutil
 import subprocess
 
 import pytest
 
+from conftest import REPO
 from pvbench.profiles import PROFILES, ProfileError, load_profile, parse_seconds, parse_size, render_jobfile, resolve_timing
+from pvbench.profiles.catalog import SWEEP, SWEEP_GROUPS, SWEEP_LOADS, sweep_labels
 
 
 def test_dbench_is_the_thesis_suite():
@@ -43,6 +47,31 @@ def test_sweep_covers_block_sizes_and_loads():
     assert {t.bs for t in p.tests} == {"4k", "8k", "64k", "128k"}
     assert {(t.group, t.rwmixread) for t in p.tests} == {("randread", None), ("randwrite", None),
                                                          ("mix70", 70), ("mix50", 50)}
+
+
+def test_the_report_titles_sweep_curves_with_the_catalogs_labels():
+    """reports/components/pvbench.js reads the sweep's labels and order from the catalog (through the
+    rendered profiles.js), run in node as the report's pages use them."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: run `make setup` (ci/install-report.sh)")
+    script = """
+    const m = await import(process.argv[1]);
+    const rows = [["mix50", "qd32"], ["randread", "p80"], ["randread", "qd1"]].map(([g, l]) =>
+        ({ wl_group: g, load: l, direction: "read", bs_bytes: 4096 }));
+    console.log(JSON.stringify({ groups: m.SWEEP_GROUPS, loads: m.SWEEP_LOADS, profile: m.SWEEP_PROFILE,
+        panels: m.sweepPanels(rows).map((p) => p.title),
+        levels: m.sweepRows(rows, "randread", "read").map((r) => r.load_level) }));"""
+    component = REPO / "reports" / "components" / "pvbench.js"
+    proc = subprocess.run([node, "--input-type=module", "-e", script, str(component)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    labels = sweep_labels()
+    assert got["groups"] == labels["groups"] and got["loads"] == labels["loads"] and got["profile"] == SWEEP.name
+    assert list(got["groups"]) == [g for g, *_ in SWEEP_GROUPS] and list(got["loads"]) == [x for x, *_ in SWEEP_LOADS]
+    assert got["panels"] == [f"{labels['groups']['randread']} — read", f"{labels['groups']['mix50']} — read"]
+    assert got["levels"] == [labels["loads"]["qd1"], labels["loads"]["p80"]]
 
 
 def test_rendered_jobfile_keeps_latency_on_and_stonewalls(tmp_path):

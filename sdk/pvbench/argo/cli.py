@@ -28,7 +28,7 @@ def render(
     check: Annotated[bool, typer.Option("--check", help="Only compare; exit 1 if a file differs")] = False,
     root: RootOpt = None,
 ) -> None:
-    """Write templates/*.yaml (and the chart's copies) from workflows/*.py."""
+    """Write templates/*.yaml (the chart's files/) from workflows/*.py, and the report's profile labels."""
     from pvbench.argo.render import find_root, render_all
 
     try:

@@ -110,3 +110,14 @@ SWEEP = Profile(
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP)}
+# What a run measures when it names no profile (the Argo template's default, `pvbench expand`'s).
+DEFAULT_PROFILE_NAME = DBENCH.name
+
+
+def sweep_labels() -> dict[str, dict[str, str]]:
+    """The sweep's group and load-level titles by label, in the profile's order: what the report's
+    curves are titled and ordered by (rendered into reports/components/profiles.js)."""
+    return {
+        "groups": {group: title for group, title, _, _ in SWEEP_GROUPS},
+        "loads": {load: title for load, title, _, _, _ in SWEEP_LOADS},
+    }
