@@ -13,14 +13,16 @@ from rich.table import Table
 
 from pvbench.cli.common import fail, open_store_or_fail, parse_labels, split_list
 from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
-from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
+from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
+from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, results_prefix
 
 app = typer.Typer(
     help="Benchmark Kubernetes storage classes with fio, store every result, aggregate with statistics.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-profiles_app = typer.Typer(help="Workload profiles (dbench, vshn, sweep, or your own fio job file).",
+PROFILE_NAMES = ", ".join(PROFILES)  # the catalog's, for help texts
+profiles_app = typer.Typer(help=f"Workload profiles ({PROFILE_NAMES}, or your own fio job file).",
                            no_args_is_help=True)
 store_app = typer.Typer(help="The result store (a directory or s3://bucket/prefix).", no_args_is_help=True)
 app.add_typer(profiles_app, name="profiles")
@@ -58,7 +60,7 @@ def profiles_list() -> None:
 
 @profiles_app.command("show")
 def profiles_show(
-    profile: Annotated[str, typer.Argument(help="dbench, vshn, sweep or file:PATH")],
+    profile: Annotated[str, typer.Argument(help=f"{PROFILE_NAMES} or file:PATH")],
     fio: Annotated[bool, typer.Option("--fio", help="Print the fio job file instead of the table")] = False,
     target: Annotated[str, typer.Option(help="Directory written into the job file")] = "/data",
     ramp: Annotated[Optional[str], typer.Option(help="Override ramp time, e.g. 2s")] = None,
@@ -101,7 +103,7 @@ CampaignOpt = Annotated[str, typer.Option(help="Campaign label (groups runs that
 RunOpt = Annotated[str, typer.Option(help="Run id (an Argo workflow name, a local run id)")]
 OccasionOpt = Annotated[str, typer.Option(help="Occasion label, e.g. weekday-office")]
 ClassesOpt = Annotated[str, typer.Option("--storage-classes", help="Storage classes, comma-separated or a JSON list")]
-ProfilesOpt = Annotated[str, typer.Option("--profiles", help="Profiles, comma-separated: dbench, vshn, sweep, file:PATH")]
+ProfilesOpt = Annotated[str, typer.Option("--profiles", help=f"Profiles, comma-separated: {PROFILE_NAMES}, file:PATH")]
 RepsOpt = Annotated[int, typer.Option(help="Repetitions of every cell")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the randomized cell order")]
 TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, comma-separated")]
@@ -110,7 +112,7 @@ TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, c
 @app.command()
 def expand(
     campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
@@ -124,7 +126,7 @@ def expand(
 @app.command()
 def validate(
     campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = "dbench", repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
     ramp: Annotated[Optional[str], typer.Option(help="Ramp time override (profile: the profile's own)")] = None,
     runtime: Annotated[Optional[str], typer.Option(help="Runtime override (profile: the profile's own)")] = None,
     size: Annotated[Optional[str], typer.Option(help="fio file size override (profile: the profile's own)")] = None,
@@ -183,7 +185,7 @@ def fio_step(
     target: Annotated[Path, typer.Option(help="Directory on the storage under test (the PVC mount)")],
     campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt,
     storage_class: Annotated[str, typer.Option(help="Storage class of the target")],
-    profile: Annotated[str, typer.Option(help="dbench, vshn, sweep or file:PATH")],
+    profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
     workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
     rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
     order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
@@ -192,7 +194,8 @@ def fio_step(
     runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
     size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
     store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Also write result.json and fio.json here (artifacts)")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        help=f"Also write {RESULT_FILE} and {RAW_FIO_FILE} here (artifacts)")] = None,
     key: Annotated[Optional[str], typer.Option(
         help="The store key the caller will upload --out under (Argo's artifact key); refused unless it is "
              "the key layout's own for this cell")] = None,
@@ -208,7 +211,6 @@ def fio_step(
     from pvbench.fio.target import remove_fio_files
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
-    from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
 
     try:
         labels = parse_labels(label or [])
@@ -282,7 +284,6 @@ def store_ls(store: Annotated[str, typer.Argument(help="Store URL")],
              run: Annotated[Optional[str], typer.Option()] = None) -> None:
     """List result keys in the store."""
     from pvbench.store.backends import S3Store, StoreError
-    from pvbench.store.layout import RESULT_FILE, results_prefix
 
     target = open_store_or_fail(store)
     if isinstance(target, S3Store):
