@@ -104,13 +104,17 @@ def test_models_are_layered_and_the_report_reads_only_report_tables():
         if model.layer == "4_report":
             assert model.name.startswith("report_")
     assert names.index("result_rows") < names.index("measurements") < names.index("summary")
-    pages = Path(__file__).resolve().parents[2] / "reports" / "sources"
-    for sql in pages.rglob("*.sql") if pages.exists() else []:
-        for table in re.findall(r"(\w+)\.parquet", sql.read_text()):
+    sources = Path(__file__).resolve().parents[2] / "reports" / "sources"
+    queries = sorted(sources.rglob("*.sql"))
+    assert queries, f"no source queries under {sources}: what the report reads cannot be checked"
+    for sql in queries:
+        tables = re.findall(r"(\w+)\.parquet", sql.read_text())
+        assert tables, f"{sql} reads no Parquet table"
+        for table in tables:
             assert table.startswith("report_"), f"{sql} reads {table}: the report reads the last layer only"
 
 
-def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store):
+def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store, tmp_path):
     store = open_store(s3_store_url)
     for key in open_store(thesis_store).list_keys("results"):
         store.put_bytes(key, (thesis_store / key).read_bytes())
@@ -120,9 +124,9 @@ def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store):
     keys = set(store.list_keys("analytics/campaign=thesis/run=all"))
     assert "analytics/campaign=thesis/run=all/summary.parquet" in keys
     data = store.get_bytes("analytics/campaign=thesis/run=all/report_overview.parquet")
-    local = Path(s3_store_url.replace("/", "_")).name + ".parquet"
-    Path("/tmp", local).write_bytes(data)
-    n = duckdb.sql(f"select count(*) from '/tmp/{local}'").fetchone()[0]
+    local = tmp_path / "report_overview.parquet"
+    local.write_bytes(data)
+    n = duckdb.sql(f"select count(*) from '{local}'").fetchone()[0]
     assert n == 40
 
 
