@@ -15,7 +15,6 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from pvbench.cells.publish import key_of
 from pvbench.profiles import PROFILES
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
 from pvbench.store import open_store
@@ -147,5 +146,5 @@ def write_synthetic_results(store_dir: Path, seed: int = 2026) -> int:
     store = open_store(str(store_dir))
     docs = _vshn(rng) + _sweep(rng) + _upgrade(rng)
     for d in docs:
-        store.put_bytes(key_of(d).result_key(), d.to_json())
+        store.put_bytes(d.identity.key.result_key(), d.to_json())
     return len(docs)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from pvbench.cells.publish import key_of
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
 from pvbench.store import open_store
 
@@ -32,4 +31,4 @@ def doc(*, campaign="syn", run="r1", occasion="o1", storage_class="fast", worklo
 def write(store_dir: Path, docs: list[ResultDocument]) -> None:
     store = open_store(str(store_dir))
     for d in docs:
-        store.put_bytes(key_of(d).result_key(), d.to_json())
+        store.put_bytes(d.identity.key.result_key(), d.to_json())

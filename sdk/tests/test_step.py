@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pvbench.cells.cell import Cell
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CellKey
 
@@ -26,6 +27,19 @@ def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> s
             args += [k, v]
     return subprocess.run(PVBENCH + args + list(extra), capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
+    """A planned cell becomes the identity its result records; the store key is that identity's."""
+    cell = Cell(campaign="C1", run="r1", occasion="Night", storage_class="fast-ssd", profile="file:/x/job.fio",
+                workload="w", rep=2, order=5, seed=9)
+    identity = cell.identity({"role": "baseline"})
+    assert identity.model_dump() == {"campaign": "C1", "run": "r1", "occasion": "Night", "storage_class": "fast-ssd",
+                                     "profile": "custom", "workload": "w", "rep": 2, "order": 5,
+                                     "labels": {"role": "baseline"}}
+    assert cell.key == identity.key == CellKey("C1", "r1", "Night", "fast-ssd", "custom", "w", 2)
+    assert identity.key.prefix() == ("results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/"
+                                     "profile=custom/workload=w/rep=2")
 
 
 def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):

@@ -6,6 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pvbench.results.schema import CellIdentity
 from pvbench.store.layout import CellKey
 
 # The fields of an Argo fan-out item (`pvbench expand`, ci-check's next.json); they become
@@ -84,10 +85,15 @@ class Cell(BaseModel):
         """The profile as results name it: ``custom`` for a user's job file (``file:PATH``)."""
         return "custom" if self.profile.startswith("file:") else self.profile
 
+    def identity(self, labels: dict[str, str] | None = None) -> CellIdentity:
+        """The identity this cell's result records (and is stored under)."""
+        return CellIdentity(campaign=self.campaign, run=self.run, occasion=self.occasion,
+                            storage_class=self.storage_class, profile=self.profile_name, workload=self.workload,
+                            rep=self.rep, order=self.order, labels=dict(labels or {}))
+
     @property
     def key(self) -> CellKey:
-        return CellKey(self.campaign, self.run, self.occasion, self.storage_class, self.profile_name,
-                       self.workload, self.rep)
+        return self.identity().key
 
     def fan_out_item(self) -> dict:
         """This cell as an Argo fan-out item (FAN_OUT_ITEM_KEYS)."""

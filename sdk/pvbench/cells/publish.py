@@ -27,12 +27,12 @@ class Published:
 
 
 def key_of(doc: ResultDocument) -> CellKey:
-    i = doc.identity
-    return CellKey(i.campaign, i.run, i.occasion, i.storage_class, i.profile, i.workload, i.rep)
+    """``doc.identity.key``: where a result document is stored."""
+    return doc.identity.key
 
 
 def publish(doc: ResultDocument, raw_fio: str | None, store: Store, spool: Path | None) -> Published:
-    key = key_of(doc)
+    key = doc.identity.key
     files = [] if raw_fio is None else [(key.raw_fio_key(), raw_fio.encode())]
     files.append((key.result_key(), doc.to_json()))
     # A remote store is spooled first (a crash mid-upload loses nothing); a local one is

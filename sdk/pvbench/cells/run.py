@@ -19,7 +19,7 @@ from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
 from pvbench.fio.target import check_target, filesystem_of
 from pvbench.profiles import FioTest, Profile, Timing, load_profile, render_jobfile, resolve_timing
-from pvbench.results.schema import CellIdentity, Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import Provenance, ResultDocument, WorkloadSpec
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
@@ -142,11 +142,7 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
     if not metrics:
         raise FioError("fio finished but moved no data; no result for this cell")
     options = {**run.output.get("global options", {}), **run.output["jobs"][0].get("job options", {})}
-    identity = CellIdentity(
-        campaign=cell.campaign, run=cell.run, occasion=cell.occasion, storage_class=cell.storage_class,
-        profile=cell.profile_name, workload=cell.workload, rep=cell.rep, order=cell.order,
-        labels=dict(labels or {}),
-    )
+    identity = cell.identity(labels)
     workload = WorkloadSpec(
         rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes,
         iodepth=int(options.get("iodepth", test.iodepth)), numjobs=int(options.get("numjobs", test.numjobs)),

@@ -69,8 +69,6 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
     are refused, naming both lines; so is a cell given twice with different values. A row
     repeated verbatim is skipped and reported. Values must be finite and non-negative.
     """
-    from pvbench.cells.publish import key_of
-
     docs: list[ResultDocument] = []
     skipped: list[str] = []
     seen: dict[str, tuple[int, dict, ResultDocument]] = {}  # store key -> (line, row, document)
@@ -117,7 +115,7 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
                     ),
                     metrics=[DirectionMetrics(direction=_direction(label, line), **{metric: value})],
                 )
-                key = key_of(doc).result_key()
+                key = doc.identity.key.result_key()
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])

@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pvbench.cells.cell import check_label, check_repetitions, check_storage_class_name
+from pvbench.profiles import DEFAULT_PROFILE_NAME
 from pvbench.stats.adaptive import AdaptiveSettings
 
 
@@ -21,7 +22,7 @@ class LocalConfig(BaseModel):
     campaign: str = Field(description="Campaign label of every result")
     store: str = Field(default="./pvbench-data", description="Directory or s3://bucket/prefix")
     storage_classes: dict[str, Path] = Field(description="Storage class name → directory on that medium")
-    profiles: list[str] = Field(default_factory=lambda: ["dbench"])
+    profiles: list[str] = Field(default_factory=lambda: [DEFAULT_PROFILE_NAME])
     tests: list[str] = Field(default_factory=list, description="Only these tests (default: all)")
     repetitions: int = Field(default=3, ge=1)
     occasions: list[str] = Field(default_factory=lambda: ["default"])

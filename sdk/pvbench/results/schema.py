@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pvbench.store.layout import CellKey
+
 SCHEMA_VERSION = "pvbench.result/v1"
 
 Direction = Literal["read", "write"]
@@ -29,7 +31,11 @@ class _Strict(BaseModel):
 
 
 class CellIdentity(_Strict):
-    """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs)."""
+    """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs).
+
+    The one identity of a cell: a planned cell (``pvbench.cells.Cell``) becomes one
+    (``Cell.identity``), and its store key is made from it (``key``) and nowhere else.
+    """
 
     campaign: str = Field(description="A study or series of runs that belong together")
     run: str = Field(description="One execution: an Argo workflow name or a local run id")
@@ -40,6 +46,12 @@ class CellIdentity(_Strict):
     rep: int = Field(ge=1, description="Repetition number within the occasion, from 1")
     order: int | None = Field(default=None, description="Position in the run's randomized cell order")
     labels: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. role=candidate")
+
+    @property
+    def key(self) -> CellKey:
+        """Where this cell's result is stored (the layout slugs the labels)."""
+        return CellKey(self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload,
+                       self.rep)
 
 
 class WorkloadSpec(_Strict):
