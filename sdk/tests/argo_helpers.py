@@ -14,12 +14,14 @@ from pathlib import Path
 
 import yaml
 
+from cli_helpers import PVBENCH_SCRIPT
+
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "templates"
 CHART = REPO / "charts" / "pvbench"
 ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
-PVBENCH = str(Path(sys.executable).parent / "pvbench")
+PVBENCH = PVBENCH_SCRIPT  # the console script: tests run it as a step pod or a user would
 
 
 def tool_path(name: str) -> str:

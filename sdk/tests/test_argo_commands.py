@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from cli_helpers import pvbench
 from pvbench.argo.failures import parse_failures
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.profiles import load_profile, resolve_timing
 from test_step import step
 
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 MATRIX = ["--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--storage-classes", '["fast","slow"]']
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(PVBENCH + list(args), capture_output=True, text=True, timeout=120)
+    return pvbench(*args, timeout=120)
 
 
 def test_expand_items_hold_only_what_tells_cells_apart():

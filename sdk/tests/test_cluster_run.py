@@ -13,11 +13,10 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from cli_helpers import PVBENCH_SCRIPT
 from cluster_helpers import (
     BUCKET,
     MAIN_RUN,
@@ -39,7 +38,7 @@ from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, report_
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 CLASSES, PARAMS = MAIN_RUN_CLASSES, MAIN_RUN  # started when the session starts (conftest)
-PVBENCH = str(Path(sys.executable).parent / "pvbench")
+PVBENCH = PVBENCH_SCRIPT
 
 
 def argo_server_url() -> str:

@@ -2,7 +2,6 @@
 
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -11,14 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_helpers import pvbench
 from pvbench.cells.matrix import expand
 from pvbench.cells.publish import flush, pending
 from pvbench.local.config import ConfigError, load_config
 from pvbench.local.runner import plan_run, run_local
 from pvbench.profiles import ProfileError
 from pvbench.store import open_store
-
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 
 
 def write_config(tmp_path: Path, **over) -> Path:
@@ -72,8 +70,7 @@ def test_matrix_is_interleaved_and_seeded():
 
 def test_local_run_end_to_end(tmp_path):
     config = write_config(tmp_path)
-    proc = subprocess.run(PVBENCH + ["local", "run", str(config), "--run", "run-1"], capture_output=True, text=True,
-                          timeout=300)
+    proc = pvbench("local", "run", config, "--run", "run-1", timeout=300)
     assert proc.returncode == 0, proc.stderr
     results = sorted((tmp_path / "store" / "results").rglob("result.json"))
     assert len(results) == 2 * 2 * 2 * 2
@@ -96,7 +93,7 @@ def test_local_run_end_to_end(tmp_path):
 )
 def test_bad_config_fails_before_any_fio(tmp_path, over, message):
     config = write_config(tmp_path, **over)
-    proc = subprocess.run(PVBENCH + ["local", "run", str(config)], capture_output=True, text=True, timeout=60)
+    proc = pvbench("local", "run", config, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert message in " ".join(proc.stderr.split())
     assert not (tmp_path / "store").exists()

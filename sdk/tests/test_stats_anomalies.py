@@ -2,20 +2,18 @@
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cli_helpers import pvbench
 from conftest import REPO
 from pvbench.analytics import build_tables
 from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, parse_bandwidth, read_declarations
 from pvbench.store import open_store
 from stats_helpers import doc, write
 
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 
 # What the thesis's cloud disks promise: Azure Premium SSD P30 (1 TiB) — under every class of the study.
 P30 = """\
@@ -110,7 +108,7 @@ def test_limits_from_env_and_from_the_store(thesis_store, tmp_path, monkeypatch)
     for key in open_store(thesis_store).list_keys("results/campaign=thesis/run=azure/occasion=1/storage_class=portworx"):
         (store / key).parent.mkdir(parents=True, exist_ok=True)
         (store / key).write_bytes((thesis_store / key).read_bytes())
-    proc = subprocess.run(PVBENCH + ["stats", "limits", str(path), "--store", str(store)], capture_output=True, text=True)
+    proc = pvbench("stats", "limits", path, "--store", store)
     assert proc.returncode == 0, proc.stderr
     assert (store / LIMITS_STORE_KEY).is_file()
     con = build_tables(open_store(store), "thesis", extras=False)
@@ -172,8 +170,7 @@ def test_a_bad_limits_file_is_a_clear_error(tmp_path, monkeypatch):
     bad = tmp_path / "bad.yaml"
     bad.write_text("storage_classes:\n  fast: {iops: lots}\n")
     monkeypatch.setenv("PVBENCH_LIMITS", str(bad))
-    proc = subprocess.run(PVBENCH + ["aggregate", "--store", str(tmp_path / "s"), "--campaign", "syn"],
-                          capture_output=True, text=True)
+    proc = pvbench("aggregate", "--store", tmp_path / "s", "--campaign", "syn")
     assert proc.returncode == 2
     assert "storage_classes['fast'].iops: 'lots' is not a number" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr

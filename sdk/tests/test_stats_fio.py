@@ -8,14 +8,14 @@ any machine, so the test cannot flake on a busy CI runner.
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+from cli_helpers import pvbench
+
 SHM = Path("/dev/shm")
 
 JOBS = """\
@@ -48,14 +48,12 @@ def _config(tmp_path: Path, name: str, target: Path, read: int, write: int, **ex
 
 
 def _run(config: Path, run: str) -> None:
-    proc = subprocess.run(PVBENCH + ["local", "run", str(config), "--run", run, "--no-aggregate"],
-                          capture_output=True, text=True, timeout=300)
+    proc = pvbench("local", "run", config, "--run", run, "--no-aggregate", timeout=300)
     assert proc.returncode == 0, proc.stderr
 
 
 def _compare(tmp_path: Path, base: str, cand: str) -> subprocess.CompletedProcess:
-    return subprocess.run(PVBENCH + ["compare", base, cand, "--store", str(tmp_path / "store"), "--campaign", "e2e",
-                                     "--json"], capture_output=True, text=True, timeout=120)
+    return pvbench("compare", base, cand, "--store", tmp_path / "store", "--campaign", "e2e", "--json", timeout=120)
 
 
 @pytest.fixture
@@ -136,14 +134,12 @@ def test_adaptive_repetitions_stop_when_precise_and_at_the_cap(tmp_path, shm_dir
     assert reps("capped") == ["rep=1", "rep=1", "rep=2", "rep=2", "rep=3", "rep=3", "rep=4", "rep=4"]
 
     # what an Argo loop asks between rounds
-    check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
-                                      "--run", "steady", "--target", "0.5", "--min-reps", "3"],
-                           capture_output=True, text=True)
+    check = pvbench("stats", "ci-check", "--store", store, "--campaign", "e2e", "--run", "steady", "--target", "0.5",
+                    "--min-reps", "3")
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["precise"] is True
-    check = subprocess.run(PVBENCH + ["stats", "ci-check", "--store", str(store), "--campaign", "e2e",
-                                      "--run", "steady", "--target", "1e-7", "--min-reps", "3", "--max-reps", "10"],
-                           capture_output=True, text=True)
+    check = pvbench("stats", "ci-check", "--store", store, "--campaign", "e2e", "--run", "steady", "--target", "1e-7",
+                    "--min-reps", "3", "--max-reps", "10")
     assert check.returncode == 1
     out = json.loads(check.stdout)
     # (a throttled cell can return three identical values: a zero-width CI, precise at any target)

@@ -1,19 +1,16 @@
 """The statistics tables the report reads: occasions, comparisons, methodology, cost."""
 
-import subprocess
-import sys
 from datetime import timedelta
 
 import duckdb
 import numpy as np
 import pytest
 
+from cli_helpers import pvbench
 from pvbench.analytics import aggregate, build_tables
 from pvbench.stats.occasions import split_variance
 from pvbench.store import open_store
 from stats_helpers import T0, doc, write
-
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +122,7 @@ def test_report_comparisons_withhold_without_history(tmp_path):
 
 def test_compare_cli_gates_on_the_regression(tmp_path):
     _upgrade_store(tmp_path, 0.2)
-    proc = subprocess.run(PVBENCH + ["compare", "b5", "after", "--store", str(tmp_path), "--campaign", "syn",
-                                     "--json"], capture_output=True, text=True)
+    proc = pvbench("compare", "b5", "after", "--store", tmp_path, "--campaign", "syn", "--json")
     assert proc.returncode == 1, proc.stderr
     assert "regression" in proc.stderr
     import json
@@ -136,17 +132,14 @@ def test_compare_cli_gates_on_the_regression(tmp_path):
     assert rows[("fast", "randread-iops")]["change"] == pytest.approx(-0.2, abs=0.02)
     assert rows[("slow", "randread-iops")]["verdict"] == "no meaningful difference"
     # the same by role labels; --fail-on never reports without failing
-    proc = subprocess.run(PVBENCH + ["compare", "role=baseline", "role=candidate", "--store", str(tmp_path),
-                                     "--campaign", "syn", "--fail-on", "never", "--out", str(tmp_path / "c.parquet")],
-                          capture_output=True, text=True)
+    proc = pvbench("compare", "role=baseline", "role=candidate", "--store", tmp_path, "--campaign", "syn",
+                   "--fail-on", "never", "--out", tmp_path / "c.parquet")
     assert proc.returncode == 0, proc.stderr
     assert duckdb.sql(f"select count(*) from '{tmp_path / 'c.parquet'}' where verdict = 'worse'").fetchone()[0] == 2
     # a class against another: both sides name one
-    proc = subprocess.run(PVBENCH + ["compare", "storage_class=fast", "storage_class=slow", "--store", str(tmp_path),
-                                     "--campaign", "syn"], capture_output=True, text=True)
+    proc = pvbench("compare", "storage_class=fast", "storage_class=slow", "--store", tmp_path, "--campaign", "syn")
     assert proc.returncode == 1 and "worse" in proc.stdout
-    proc = subprocess.run(PVBENCH + ["compare", "storage_class=fast", "after", "--store", str(tmp_path),
-                                     "--campaign", "syn"], capture_output=True, text=True)
+    proc = pvbench("compare", "storage_class=fast", "after", "--store", tmp_path, "--campaign", "syn")
     assert proc.returncode == 2 and "on both sides" in proc.stderr
 
 

@@ -3,16 +3,14 @@
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import pvbench
 from pvbench.cells.cell import Cell
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CellKey
-
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
 
 
 def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> subprocess.CompletedProcess:
@@ -25,8 +23,7 @@ def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> s
     for k, v in defaults.items():
         if k not in given:
             args += [k, v]
-    return subprocess.run(PVBENCH + args + list(extra), capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return pvbench(*args, *extra, env={**os.environ, **(env or {})}, timeout=120)
 
 
 def test_a_cell_has_one_identity_and_its_key_is_made_from_it():

@@ -16,13 +16,14 @@ import importlib
 import os
 import pkgutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from cli_helpers import PVBENCH, pvbench
+
 REPO = Path(__file__).resolve().parents[3]
-PVBENCH = [sys.executable, "-m", "pvbench.cli"]
+__all__ = ["PVBENCH", "REPO", "Case", "Ctx", "Outcome", "all_cases", "clear_error"]
 
 
 @dataclass
@@ -49,8 +50,7 @@ class Ctx:
         """Run `pvbench ARGS` as a user would, in the case's directory."""
         full_env = {**os.environ, **self.env, **(env or {})}
         full_env["PYTHONPATH"] = str(REPO / "sdk") + os.pathsep + full_env.get("PYTHONPATH", "")
-        return subprocess.run(PVBENCH + list(args), cwd=self.tmp, capture_output=True, text=True,
-                              timeout=timeout, env=full_env, input=input)
+        return pvbench(*args, cwd=self.tmp, timeout=timeout, env=full_env, input=input)
 
 
 @dataclass
