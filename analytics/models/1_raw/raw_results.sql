@@ -1,17 +1,19 @@
--- raw_results: the result.json documents under the selected prefix that count, one row per document,
--- as written. The runner (pvbench.analytics.runner.select_documents) lists them: each valid v1
--- document, each cell identity once; the others are in skipped_results, with the reason.
+-- raw_results: the result.json documents of ONE run, one row per document, as written. Run once per
+-- run when its results are compacted (pvbench.analytics.compact): the compactor reads each document
+-- once, validates it against the result schema and writes the valid ones, verbatim, as one line
+-- each of a newline-delimited batch, with two fields in front: its store key (source_key) and the
+-- key its identity gives it (cell_key, by which a second copy of one cell is counted once).
+-- Invalid ones are in skipped_results, with the reason.
 -- The column types are the result schema v1 (sdk/pvbench/results/schema.py), spelled out so
--- DuckDB never has to guess (4x faster than auto-detection, and a schema drift fails loudly).
+-- DuckDB never has to guess (and a schema drift fails loudly).
 -- test_analytics.py checks these field lists against the pydantic model.
 select *
 from read_json(
     getvariable('result_files'),
-    format = 'auto',
-    -- the path's name=value segments repeat what the document says; read the document only
-    hive_partitioning = false,
-    filename = 'source_key',
+    format = 'newline_delimited',
     columns = {
+        source_key: 'VARCHAR',
+        cell_key: 'VARCHAR',
         schema_version: 'VARCHAR',
         identity: 'STRUCT(campaign VARCHAR, run VARCHAR, occasion VARCHAR, storage_class VARCHAR, profile VARCHAR, workload VARCHAR, rep INTEGER, "order" INTEGER, labels MAP(VARCHAR, VARCHAR))',
         workload: 'STRUCT(rw VARCHAR, bs VARCHAR, bs_bytes BIGINT, iodepth INTEGER, numjobs INTEGER, rwmixread INTEGER, fsync INTEGER, ramp_s DOUBLE, runtime_s DOUBLE, size_bytes BIGINT, "group" VARCHAR, "load" VARCHAR, title VARCHAR, headline_metric VARCHAR)',

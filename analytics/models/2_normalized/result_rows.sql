@@ -1,6 +1,8 @@
 -- result_rows: one row per result and direction (read / write), identity and workload flattened.
+-- The compact form of a run (compact/…/run=<r>/result_rows.parquet): made once per run from its
+-- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
-    select r.identity as id, r.workload as wl, r.provenance as pv, unnest(r.metrics) as m, r.source_key
+    select r.identity as id, r.workload as wl, r.provenance as pv, unnest(r.metrics) as m, r.source_key, r.cell_key
     from raw_results r
 )
 select
@@ -25,6 +27,9 @@ select
     wl."group"                           as wl_group,
     wl."load"                            as "load",
     wl.headline_metric                   as headline_metric,
+    wl.ramp_s                            as ramp_s,
+    wl.runtime_s                         as runtime_s,
+    wl.size_bytes                        as size_bytes,
     m.iops                                     as iops,
     m.bw_mib_s                                 as bw_mib_s,
     m.lat_mean_us                              as lat_mean_us,
@@ -47,5 +52,8 @@ select
     pv.started_at                      as started_at,
     pv.ended_at                        as ended_at,
     pv.cpu_seconds                     as cpu_seconds,
-    source_key
+    pv.notes['seed']                   as seed,
+    pv.notes['platform']               as platform,
+    source_key,
+    cell_key
 from unnested

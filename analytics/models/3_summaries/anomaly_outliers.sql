@@ -49,6 +49,16 @@ cells as (
     from occasions
     group by campaign, storage_class, profile, workload, direction, metric
 ),
+-- the cell's median and quartiles, once per cell (a grouped aggregate, not a window per value)
+cell_quantiles as (
+    select
+        campaign, storage_class, profile, workload, direction, metric,
+        median(value) as cell_median,
+        quantile_cont(value, 0.25) as q1,
+        quantile_cont(value, 0.75) as q3
+    from measurements
+    group by campaign, storage_class, profile, workload, direction, metric
+),
 -- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value
 cutoffs as (
     select n_judged, df, t_quantile(1 - s.alpha / (2 * n_judged), df) as t_critical
@@ -59,14 +69,12 @@ located as (
         m.*,
         c.n, c.n_occasions, c.n_judged, c.df, c.ss_within, k.t_critical,
         o.n_occasion, o.occasion_mean, o.occasion_median,
-        median(m.value) over cell as cell_median,
-        quantile_cont(m.value, 0.25) over cell as q1,
-        quantile_cont(m.value, 0.75) over cell as q3
+        q.cell_median, q.q1, q.q3
     from measurements m
     join occasions o using (campaign, storage_class, profile, workload, direction, metric, run, occasion)
     join cells c using (campaign, storage_class, profile, workload, direction, metric)
+    join cell_quantiles q using (campaign, storage_class, profile, workload, direction, metric)
     left join cutoffs k on k.n_judged = c.n_judged and k.df = c.df
-    window cell as (partition by m.campaign, m.storage_class, m.profile, m.workload, m.direction, m.metric)
 ),
 studentized as (
     select *,

@@ -2,14 +2,9 @@
 -- setup description, units, design, confidence, cost). Rows of (section, item, value), in order.
 with rr as (select * from result_rows),
 docs as (
-    select
-        identity.campaign as campaign,
-        provenance.notes['seed'] as seed,
-        provenance.notes['platform'] as platform,
-        workload.ramp_s as ramp_s,
-        workload.runtime_s as runtime_s,
-        workload.size_bytes as size_bytes
-    from raw_results
+    -- one row per document (result_rows has one per direction)
+    select distinct source_key, campaign, seed, platform, ramp_s, runtime_s, size_bytes
+    from rr
 ),
 settings as (select name, value from stats_settings),
 cells as (

@@ -7,7 +7,6 @@ files by the tables they mention, binds where the results are, and writes output
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -18,44 +17,34 @@ from typing import Callable
 
 import duckdb
 
-from pvbench.store import LocalStore, S3Store, Store
-from pvbench.store.layout import RESULT_FILE, analytics_prefix, results_glob, results_prefix
+from pvbench.analytics.compact import (
+    COMPACT_TABLE,
+    Compact,
+    RunListing,
+    build_compact,
+    is_current,
+    list_compacts,
+    list_runs,
+    read_documents_table,
+)
+from pvbench.analytics.resources import configure
+from pvbench.analytics.tables import (
+    FAILURES_COLUMNS,
+    FAILURES_TABLE,
+    SKIPPED_COLUMNS,
+    SKIPPED_TABLE,
+    AnalyticsError,
+    insert_rows,
+)
+from pvbench.store import S3Store, Store
+from pvbench.store.layout import analytics_prefix, results_prefix, slug
 
-# Tables not written out: the raw layer is the JSON itself.
-INTERNAL_TABLES = {"raw_results"}
+# Tables not written out: the raw layer is the JSON itself; the others are the runner's bookkeeping.
+INTERNAL_TABLES = {"raw_results", "compact_documents", "counted_documents", "failures_given"}
 
-# An input beside the results: the steps and cells of a run that failed, as the orchestrator
-# reported them (Argo's exit handler: pvbench.argo.failures). Always created, empty when none
-# were given, so report_failures.sql can read it; DuckDB types.
-FAILURES_TABLE = "run_failures_input"
-FAILURES_COLUMNS: dict[str, str] = {
-    "node": "VARCHAR",  # the orchestrator's name of the failed step (Argo's node display name)
-    "template": "VARCHAR",
-    "phase": "VARCHAR",  # Failed or Error
-    "message": "VARCHAR",
-    "storage_class": "VARCHAR",  # a cell's identity; NULL for other steps
-    "workload": "VARCHAR",
-    "rep": "INTEGER",
-    "finished_at": "VARCHAR",
-}
-
-
-# The documents left out of an aggregation, and why (runner-made, read by 1_raw/skipped_results.sql):
-# unreadable or invalid ones, other schema versions, and second copies of a cell already counted.
-SKIPPED_TABLE = "skipped_results_input"
-SKIPPED_COLUMNS: dict[str, str] = {
-    "source_key": "VARCHAR",  # the store key of the document left out
-    "problem": "VARCHAR",  # invalid | other-schema | duplicate
-    "reason": "VARCHAR",
-    "counted_as": "VARCHAR",  # for a duplicate: the key of the copy that was counted
-}
 MAX_WARNINGS = 10
 
 log = logging.getLogger("pvbench.analytics")
-
-
-class AnalyticsError(RuntimeError):
-    pass
 
 
 def analytics_dir() -> Path:
@@ -118,6 +107,7 @@ def httpfs_extension_path() -> Path:
 def connect(store: Store) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that can read the store (S3 through the pinned httpfs, loaded offline)."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    configure(con)
     if isinstance(store, S3Store):
         con.execute(f"LOAD '{httpfs_extension_path()}'")
         s = store.settings
@@ -133,124 +123,149 @@ def load_seeds(con: duckdb.DuckDBPyConnection, root: Path) -> None:
         con.execute(f"CREATE OR REPLACE TABLE {csv.stem} AS SELECT * FROM read_csv(?, header = true)", [str(csv)])
 
 
-def install_failures(con: duckdb.DuckDBPyConnection, failures: list[dict] | None) -> None:
-    columns = ", ".join(f"{name} {kind}" for name, kind in FAILURES_COLUMNS.items())
-    con.execute(f"CREATE OR REPLACE TABLE {FAILURES_TABLE} ({columns})")
-    if failures:
-        marks = ", ".join("?" for _ in FAILURES_COLUMNS)
-        con.executemany(f"INSERT INTO {FAILURES_TABLE} VALUES ({marks})",
-                        [[row.get(name) for name in FAILURES_COLUMNS] for row in failures])
+def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Which of the compacted documents count; returns the left-out ones as SKIPPED_COLUMNS rows.
 
-
-def _read(text: str):
-    """(document, None), or (None, (problem, reason)) if this text is not a document this pvbench counts."""
-    from pydantic import ValidationError
-
-    from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
-
-    if not text.strip():
-        return None, ("invalid", "empty file")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return None, ("invalid", f"not valid JSON (truncated or corrupt?): {exc}")
-    if not isinstance(data, dict) or "schema_version" not in data:
-        return None, ("invalid", "not a pvbench result document (no schema_version)")
-    if data["schema_version"] != SCHEMA_VERSION:
-        return None, ("other-schema", f"schema_version {data['schema_version']!r}; this pvbench reads {SCHEMA_VERSION}")
-    try:
-        return ResultDocument.model_validate(data), None
-    except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return None, ("invalid", f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}")
-
-
-def select_documents(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None,
-                     run: str | None) -> tuple[list[str], list[dict]]:
-    """Which result.json documents to count: (store keys, [SKIPPED_COLUMNS rows]).
-
-    Each document is read as text and validated against the result schema; one that is
-    unreadable, invalid or of another schema version is left out with its reason instead of
-    failing the whole campaign. Each cell identity is counted once: a copy of a result under a
-    second key (the same campaign/run/occasion/storage class/profile/workload/rep inside) is
-    left out, the copy at the key the layout gives that identity being the one counted.
+    Reads ``compact_documents`` (every result.json of the selected runs, as compacted) and makes
+    ``counted_documents`` (source_key). A document that is unreadable, invalid or of another schema
+    version is left out with its reason instead of failing the campaign. Each cell identity is
+    counted once: a copy of a result under a second key (the same campaign/run/occasion/storage
+    class/profile/workload/rep inside) is left out, the copy at the key the layout gives that
+    identity being the one counted.
     """
-    from pvbench.cells.publish import key_of
-
-    base = store.duckdb_path("")
-    base = base if base.endswith("/") else base + "/"
-    try:
-        rows = con.execute("select filename, content from read_text(?) order by filename",
-                           [store.duckdb_path(results_glob(campaign, run))]).fetchall()
-    except duckdb.Error as exc:
-        raise AnalyticsError(f"cannot read the results in {store.url}: {exc}") from exc
-    skipped: list[dict] = []
-    by_cell: dict[str, list[str]] = {}
-    for filename, content in rows:
-        key = filename.removeprefix(base)
-        doc, problem = _read(content)
-        if problem is not None:
-            skipped.append({"source_key": key, "problem": problem[0], "reason": problem[1], "counted_as": None})
-            continue
-        by_cell.setdefault(key_of(doc).result_key(), []).append(key)
-    counted = []
-    for cell, keys in by_cell.items():
-        keep = cell if cell in keys else keys[0]
-        counted.append(keep)
-        for key in keys:
-            if key != keep:
-                skipped.append({"source_key": key, "problem": "duplicate", "counted_as": keep,
-                                "reason": f"the same cell as {keep} (its identity says so), counted once"})
-    return sorted(counted), sorted(skipped, key=lambda r: r["source_key"])
+    skipped = [{"source_key": key, "problem": problem, "reason": reason, "counted_as": None}
+               for key, problem, reason in con.execute(
+                   "SELECT source_key, problem, reason FROM compact_documents WHERE problem IS NOT NULL").fetchall()]
+    con.execute("""
+        CREATE OR REPLACE TABLE counted_documents AS
+        SELECT source_key, cell_key FROM compact_documents WHERE problem IS NULL
+        QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY source_key = cell_key DESC, source_key) = 1""")
+    for key, keep in con.execute("""
+            SELECT d.source_key, c.source_key FROM compact_documents d JOIN counted_documents c USING (cell_key)
+            WHERE d.problem IS NULL AND d.source_key <> c.source_key""").fetchall():
+        skipped.append({"source_key": key, "problem": "duplicate", "counted_as": keep,
+                        "reason": f"the same cell as {keep} (its identity says so), counted once"})
+    return sorted(skipped, key=lambda r: r["source_key"])
 
 
 def install_skipped(con: duckdb.DuckDBPyConnection, skipped: list[dict]) -> None:
-    columns = ", ".join(f"{name} {kind}" for name, kind in SKIPPED_COLUMNS.items())
-    con.execute(f"CREATE OR REPLACE TABLE {SKIPPED_TABLE} ({columns})")
-    if skipped:
-        marks = ", ".join("?" for _ in SKIPPED_COLUMNS)
-        con.executemany(f"INSERT INTO {SKIPPED_TABLE} VALUES ({marks})",
-                        [[row.get(name) for name in SKIPPED_COLUMNS] for row in skipped])
+    insert_rows(con, SKIPPED_TABLE, SKIPPED_COLUMNS, skipped)
+
+
+def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
+    """(the models a run's compact is made with: COMPACT_TABLE and what it reads, the rest)."""
+    by_name = {m.name: m for m in models}
+    needed, todo = set(), [COMPACT_TABLE]
+    while todo:
+        name = todo.pop()
+        if name in needed or name not in by_name:
+            continue
+        needed.add(name)
+        sql = _strip_comments(by_name[name].sql)
+        todo.extend(n for n in by_name if n != name and re.search(rf"\b{re.escape(n)}\b", sql))
+    return [m for m in models if m.name in needed], [m for m in models if m.name not in needed]
+
+
+def refresh_compacts(store: Store, campaign: str | None, run: str | None = None, root: Path | None = None,
+                     failures: list[dict] | None = None,
+                     progress: Callable[[str], None] | None = None) -> list[Compact]:
+    """Bring the compacts up to date and return those to read.
+
+    Without ``run``: every run of the campaign (or of the store) is listed and any run whose
+    compact is missing or differs from its listing is compacted again. With ``run``: only that run
+    is listed and compacted (the one that just finished); the campaign's other runs are read as
+    they were compacted, which is what makes adding a run cheap. ``failures`` belong to ``run``.
+    """
+    root = root or analytics_dir()
+    compact_models, _ = compaction_models(discover_models(root))
+    listings = list_runs(store, campaign, run)
+    existing = list_compacts(store, campaign)
+    con = connect(store)
+    try:
+        for where, listing in listings.items():
+            compact = existing.get(where)
+            if compact is not None and failures is None and is_current(con, store, compact, listing):
+                continue
+            if progress:
+                progress(f"compacting run {listing.run}: {len(listing.objects)} documents")
+            build_compact(store, listing, compact_models, lambda: connect(store), failures if run else None)
+            existing[where] = Compact(*where)
+        if run is not None and failures is not None and campaign is not None:
+            where = (slug(campaign), slug(run))
+            if where not in listings:  # every cell failed: keep the failures, with no results
+                build_compact(store, RunListing(*where, ()), compact_models, lambda: connect(store), failures)
+                existing[where] = Compact(*where)
+    finally:
+        con.close()
+    if run is not None:
+        return list(existing.values())
+    # a compact whose run has no result.json left is read only when its results are elsewhere:
+    # without --run every run is listed, so it stays out (its results were removed)
+    return [c for where, c in existing.items() if where in listings]
+
+
+def install_failures(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> None:
+    """Table run_failures_input: the failed cells of every selected run (each run's compact keeps its own)."""
+    keys = {obj.key for c in compacts for obj in store.list_objects(c.failures_key)}
+    paths = [store.duckdb_path(c.failures_key) for c in compacts if c.failures_key in keys]
+    insert_rows(con, FAILURES_TABLE, FAILURES_COLUMNS, [])
+    if paths:
+        names = ", ".join(FAILURES_COLUMNS)
+        con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT {names} FROM read_parquet(?, union_by_name = true)",
+                    [paths])
 
 
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
                  root: Path | None = None, limits: Path | str | None = None,
                  extras: bool = True, failures: list[dict] | None = None,
-                 warn: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
-    """Run every model over the results under campaign/run; returns the connection holding the tables.
+                 warn: Callable[[str], None] | None = None, only_run: bool = False,
+                 progress: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """Run every model over the campaign's compacts; returns the connection holding the tables.
 
+    ``run``: the run that is new or changed — only it is listed and compacted, and the tables
+    are the campaign's, every other run read from its compact as it was. ``only_run``: the tables
+    of that run alone (``pvbench compare`` selecting one run).
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml); pvbench.stats turns it into tables the models read.
     ``extras=False`` skips the Python-made tables (report_comparisons) when only SQL ones are needed.
-    ``failures``: rows of FAILURES_COLUMNS, what failed in the run (report_failures shows them).
-    ``warn``: gets one line per document left out (select_documents); default: the logging module.
+    ``failures``: rows of FAILURES_COLUMNS, what failed in ``run`` (report_failures shows them).
+    ``warn``: gets one line per document left out; default: the logging module.
     """
     from pvbench.stats import hooks
 
     root = root or analytics_dir()
-    prefix = results_prefix(campaign, run)
     failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
-    if not any(k.endswith(RESULT_FILE) for k in store.list_keys(prefix)):
+    compacts = refresh_compacts(store, campaign, run, root, failures if run else None, progress)
+    if only_run and run is not None:
+        compacts = [c for c in compacts if c.run == slug(run)]
+    prefix = results_prefix(campaign, run if only_run else None)
+    if not compacts:
         raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
     con = connect(store)
-    counted, skipped = select_documents(con, store, campaign, run)
+    read_documents_table(con, store, compacts)
+    skipped = select_documents(con)
     warn = warn or log.warning
     for row in skipped[:MAX_WARNINGS]:
         what = "counted once" if row["problem"] == "duplicate" else "skipped"
         warn(f"{what}: {row['source_key']}: {row['reason']}")
     if len(skipped) > MAX_WARNINGS:
         warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
-    if not counted:
+    compact_models, campaign_models = compaction_models(discover_models(root))
+    con.execute(f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS
+        SELECT * FROM read_parquet(?, union_by_name = true) WHERE source_key IN (SELECT source_key FROM counted_documents)""",
+                [[store.duckdb_path(c.rows_key) for c in compacts]])
+    if not con.execute(f"SELECT count(*) FROM {COMPACT_TABLE}").fetchone()[0]:
+        if not con.execute("SELECT count(*) FROM compact_documents").fetchone()[0]:
+            raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
         raise AnalyticsError(f"no valid results in {store.url}/{prefix}: {len(skipped)} document(s) left out"
                              + (f"; what failed:{failed}" if failed else ""))
-    con.execute("SET VARIABLE result_files = ?", [[store.duckdb_path(k) for k in counted]])
     install_skipped(con, skipped)
     load_seeds(con, root)
-    install_failures(con, failures)
+    install_failures(con, store, compacts)
+    if failures and run is None:  # failures of no named run: shown, not kept
+        con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
     hooks.before_models(con, store, limits)
-    for model in discover_models(root):
+    for model in campaign_models:
         try:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         except duckdb.Error as exc:
@@ -283,15 +298,25 @@ def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str
     return counts
 
 
+def _failures_rows(con: duckdb.DuckDBPyConnection, failures: list[dict]) -> str:
+    insert_rows(con, "failures_given", FAILURES_COLUMNS, failures)
+    return "failures_given"
+
+
 def aggregate(store: Store, campaign: str | None, run: str | None = None,
               out: Path | None = None, limits: Path | str | None = None,
               failures: list[dict] | None = None,
-              warn: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
-    """Aggregate and write Parquet: to ``out`` if given, else into the store's analytics prefix."""
-    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn)
+              warn: Callable[[str], None] | None = None,
+              progress: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
+    """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
+    ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
+
+    ``run``: the run that just finished (only it is listed and compacted; see build_tables).
+    """
+    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn, progress=progress)
     if out is not None:
         counts = write_parquet(con, out)
         return str(out), counts
-    prefix = analytics_prefix(campaign or "all", run)
+    prefix = analytics_prefix(campaign or "all")
     counts = write_parquet(con, store, prefix)
     return f"{store.url}/{prefix}", counts

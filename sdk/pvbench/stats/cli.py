@@ -51,22 +51,13 @@ def write_rows(rows: list[dict], out: Path) -> None:
         return
     import duckdb
 
+    from pvbench.analytics.tables import insert_rows
     from pvbench.stats.tables import COLUMNS
 
     con = duckdb.connect()
-    con.execute("create table t (" + ", ".join(f'"{n}" {t}' for n, t in COLUMNS) + ")")
-    names = [n for n, _ in COLUMNS]
-    if rows:
-        con.executemany(f"insert into t values ({', '.join('?' for _ in names)})",
-                        [[_clean(r.get(n)) for n in names] for r in rows])
+    insert_rows(con, "t", dict(COLUMNS), rows)
     fmt = "parquet" if out.suffix == ".parquet" else "csv"
     con.execute(f"copy t to '{out}' (format {fmt})")
-
-
-def _clean(value):
-    from pvbench.stats.tables import _clean as clean
-
-    return clean(value)
 
 
 def compare_command(

@@ -4,7 +4,8 @@ Three kinds of comparison, each a family of its own for Holm's correction:
 
 * ``storage_class`` — every pair of storage classes of a campaign, workload by workload
   (headline metrics, over all runs and occasions); the candidate is the class later in
-  alphabetical order;
+  alphabetical order. Beyond ALL_PAIRS_UP_TO classes, each class against one reference class
+  (the most measured), so the table grows linearly with the classes;
 * ``role`` — per storage class, results labelled role=candidate against role=baseline
   (e.g. before/after an upgrade that Argo Events triggered);
 * ``run`` — per storage class, a campaign's latest run against the run before it
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import combinations
 
+from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
 from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups
 
@@ -66,6 +68,23 @@ def _rows(con) -> list[dict]:
     return [dict(zip(MEASUREMENT_COLUMNS + ("started_at",), r)) for r in cursor.fetchall()]
 
 
+# Up to this many storage classes in a campaign, every pair is compared; beyond it, every class
+# against one reference class, so the table grows with the classes, not with their square
+# (20 classes: 19 comparisons per workload instead of 190).
+ALL_PAIRS_UP_TO = 6
+
+
+def class_pairs(by_class: dict[str, list]) -> list[tuple[str, str]]:
+    """(baseline, candidate) class pairs: all pairs (candidate = later in the alphabet) up to
+    ALL_PAIRS_UP_TO classes, else each class against the reference: the most measured class
+    (ties: the first in the alphabet)."""
+    classes = sorted(by_class)
+    if len(classes) <= ALL_PAIRS_UP_TO:
+        return list(combinations(classes, 2))
+    reference = min(classes, key=lambda c: (-len(by_class[c]), c))
+    return [(reference, c) for c in classes if c != reference]
+
+
 def comparison_families(rows: list[dict]):
     """Yield (kind, campaign, baseline label, candidate label, storage class or None, base rows, cand rows,
     history rows: the class's results on neither side)."""
@@ -76,7 +95,7 @@ def comparison_families(rows: list[dict]):
         by_class: dict[str, list[dict]] = defaultdict(list)
         for row in crows:
             by_class[row["storage_class"]].append(row)
-        for a, b in combinations(sorted(by_class), 2):
+        for a, b in class_pairs(by_class):
             yield "storage_class", campaign, a, b, None, by_class[a], by_class[b], []
         for sc, srows in sorted(by_class.items()):
             roles = defaultdict(list)
@@ -116,24 +135,7 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
 
 def build_report_comparisons(con, settings: CompareSettings | None = None) -> int:
     settings = settings or settings_from(con)
-    con.execute("create or replace table report_comparisons ("
-                + ", ".join(f'"{name}" {typ}' for name, typ in COLUMNS) + ")")
-    rows = report_comparison_rows(_rows(con), settings)
-    if rows:
-        names = [name for name, _ in COLUMNS]
-        con.executemany(
-            f"insert into report_comparisons values ({', '.join('?' for _ in names)})",
-            [[_clean(row.get(name)) for name in names] for row in rows],
-        )
-    return len(rows)
-
-
-def _clean(value):
-    if isinstance(value, float) and value != value:  # NaN → NULL
-        return None
-    if hasattr(value, "item"):  # numpy scalar
-        return value.item()
-    return value
+    return insert_rows(con, "report_comparisons", dict(COLUMNS), report_comparison_rows(_rows(con), settings))
 
 
 def default_settings() -> CompareSettings:

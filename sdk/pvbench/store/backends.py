@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
+import logging
 import os
 import re
 import time
@@ -16,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol
 from urllib.parse import urlparse
+
+
+log = logging.getLogger("pvbench.store")
 
 
 class StoreError(RuntimeError):
@@ -30,6 +35,16 @@ _PERMANENT = {"NoSuchKey", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
               "InvalidBucketName", "AllAccessDisabled", "AccountProblem", "InvalidToken", "ExpiredToken"}
 
 
+@dataclass(frozen=True)
+class StoredObject:
+    """One listed object: its key, size and a version that changes whenever its content does
+    (the S3 ETag; a local file's mtime in ns). Aggregation compares these with what it read before."""
+
+    key: str
+    size: int
+    version: str
+
+
 class Store(Protocol):
     url: str
 
@@ -40,6 +55,10 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
 
     def list_keys(self, prefix: str) -> Iterator[str]: ...
+
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]:
+        """Every object under prefix, streamed in key order (S3: page by page)."""
+        ...
 
     def check(self) -> None:
         """Raise StoreError unless the store is reachable and writable (called before any cell runs)."""
@@ -86,12 +105,36 @@ class LocalStore:
         return self._path(key).is_file()
 
     def list_keys(self, prefix: str) -> Iterator[str]:
+        return (obj.key for obj in self.list_objects(prefix))
+
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]:
         base = self._path(prefix)
-        if not base.exists():
+        if not base.is_dir():
+            if base.is_file():
+                st = base.stat()
+                yield StoredObject(prefix, st.st_size, str(st.st_mtime_ns))
             return
-        for path in sorted(base.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                yield path.relative_to(self.root).as_posix()
+        # os.scandir, one directory at a time in name order: the stat comes with the entry,
+        # and a 100,000-file tree is walked without building a list of it first.
+        root = len(str(self.root)) + 1
+        stack = [str(base)]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+            except FileNotFoundError:
+                continue
+            files = []
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file():
+                    files.append(entry)
+            for entry in reversed(files):
+                st = entry.stat()
+                yield StoredObject(entry.path[root:].replace(os.sep, "/"), st.st_size, str(st.st_mtime_ns))
 
     def duckdb_path(self, key_or_glob: str) -> str:
         return str(self.root / key_or_glob)
@@ -246,13 +289,31 @@ class S3Store:
             raise StoreError(f"stat {self.url}/{key}: {exc}") from exc
 
     def list_keys(self, prefix: str) -> Iterator[str]:
-        objects = self._retry(
-            f"list {self.url}/{prefix}",
-            lambda: list(self.client.list_objects(self.bucket, prefix=self._key(prefix), recursive=True)),
-        )
+        return (obj.key for obj in self.list_objects(prefix))
+
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]:
+        """Streamed page by page (the SDK asks for 1,000 keys at a time); a page that fails is
+        retried from the last key received, so a campaign of 100,000 keys is never held whole."""
         strip = len(self.prefix) + 1 if self.prefix else 0
-        for obj in objects:
-            yield obj.object_name[strip:]
+        last: str | None = None
+        while True:
+            pages = self._retry(f"list {self.url}/{prefix}", lambda: _first_and_rest(
+                self.client.list_objects(self.bucket, prefix=self._key(prefix), recursive=True, start_after=last)))
+            first, rest = pages
+            if first is None:
+                return
+            try:
+                for obj in itertools.chain([first], rest):
+                    last = obj.object_name
+                    yield StoredObject(obj.object_name[strip:], int(obj.size or 0), (obj.etag or "").strip('"'))
+                return
+            except Exception as exc:  # a later page failed: go on after the last key seen
+                from minio.error import S3Error
+
+                if isinstance(exc, S3Error) and exc.code in _PERMANENT:
+                    raise StoreError(f"list {self.url}/{prefix}: {exc.code}: {exc.message}") from exc
+                log.warning("listing %s/%s broke off after %s (%s); going on from there", self.url, prefix, last,
+                            _short(exc))
 
     def duckdb_path(self, key_or_glob: str) -> str:
         return f"s3://{self.bucket}/{self._key(key_or_glob)}"
@@ -273,6 +334,12 @@ class S3Store:
             self._retry(f"{where}: remove check object", lambda: self.client.remove_object(self.bucket, self._key(probe)))
         finally:
             self.attempts, self.backoff_s = saved
+
+
+def _first_and_rest(iterator):
+    """(first item or None, the iterator): the first page's request happens here, under _retry."""
+    iterator = iter(iterator)
+    return next(iterator, None), iterator
 
 
 def _short(exc: BaseException | None) -> str:

@@ -5,8 +5,11 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
 
     results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
                                                                                              .../fio.json
-    analytics/campaign=<c>/run=<r|all>/<table>.parquet
-    analytics/campaign=<c>/run=<r|all>/report/…        (the built Evidence site)
+    compact/campaign=<c>/run=<r>/result_rows.parquet   (a run's results, validated and flattened once)
+                                 .../documents.parquet     (what was read: key, size, version, problem)
+                                 .../failures.parquet      (the run's failed cells, as Argo reported them)
+    analytics/campaign=<c>/run=all/<table>.parquet        (the campaign's tables, from every run's compact)
+    analytics/campaign=<c>/run=all/report/…              (the campaign's Evidence site)
 
 Hive-style ``name=value`` segments let DuckDB and humans filter by path; the values
 are slugs of the labels (the labels themselves live inside result.json, verbatim).
@@ -19,6 +22,10 @@ from dataclasses import dataclass
 
 RESULTS_ROOT = "results"
 ANALYTICS_ROOT = "analytics"
+COMPACT_ROOT = "compact"
+COMPACT_ROWS_FILE = "result_rows.parquet"
+COMPACT_DOCUMENTS_FILE = "documents.parquet"
+COMPACT_FAILURES_FILE = "failures.parquet"
 RESULT_FILE = "result.json"
 RAW_FIO_FILE = "fio.json"
 ALL_RUNS = "all"
@@ -121,6 +128,28 @@ def results_prefix(campaign: str | None = None, run: str | None = None) -> str:
 def results_glob(campaign: str | None = None, run: str | None = None) -> str:
     """Glob (relative to the store root) matching every result.json under the prefix."""
     return f"{results_prefix(campaign, run)}/**/{RESULT_FILE}"
+
+
+def compact_prefix(campaign: str | None = None, run: str | None = None) -> str:
+    """Where a run's compact tables go (pvbench.analytics.compact), or all of a campaign's."""
+    parts = [COMPACT_ROOT]
+    if campaign is not None:
+        parts.append(f"campaign={slug(campaign)}")
+        if run is not None:
+            parts.append(f"run={slug(run)}")
+    return "/".join(parts)
+
+
+def run_of(key: str) -> tuple[str, str] | None:
+    """(campaign slug, run slug) of a results/… or compact/… key, from its 2nd and 3rd segments.
+
+    A document put there by hand outside the layout (results/campaign=c/copy/result.json) still
+    belongs to a run: the folder it is in (``copy``). None for a key too short to have one.
+    """
+    parts = key.split("/")
+    if len(parts) < 4 or parts[0] not in (RESULTS_ROOT, COMPACT_ROOT):
+        return None
+    return parts[1].removeprefix("campaign="), parts[2].removeprefix("run=")
 
 
 def analytics_prefix(campaign: str, run: str | None = None) -> str:

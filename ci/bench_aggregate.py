@@ -1,0 +1,176 @@
+"""Aggregation at scale, measured side by side in one run (a script, not a timed test).
+
+For N synthetic results (default 1k, 10k, 100k) in a local directory store and in MinIO on
+loopback, prints:
+  read      reading every result.json's bytes (list + get, the way aggregation reads them)
+  full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
+  verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
+  add run   one more run of 1,000 results, then `pvbench aggregate --run <it>`
+  report    `pvbench report build` of the campaign's tables (local store only: same tables)
+with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
+(a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
+5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
+
+Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--stores local,minio]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pvbench.analytics.compact import S3_READERS
+from pvbench.cells.cell import Cell
+from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
+from pvbench.store import LocalStore, open_store
+from pvbench.store.layout import CellKey, results_prefix
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "sdk" / "tests"))
+from conftest import MinioServer  # noqa: E402  (the tests' real MinIO on loopback)
+
+PVBENCH = [str(REPO / ".venv" / "bin" / "pvbench")]
+CLASSES, WORKLOADS, REPS = 20, 10, 5
+PER_RUN = CLASSES * WORKLOADS * REPS
+OCCASIONS = ("weekday-office", "weekday-night", "weekend", "night")
+CAMPAIGN = "bench"
+
+
+def template_document(work: Path) -> dict:
+    """One real result: fio randread 4k for 1 s on a temporary directory."""
+    target = work / "target"
+    target.mkdir()
+    cell = Cell(campaign=CAMPAIGN, run="r", occasion="o", storage_class="bench", profile="dbench",
+                workload="randread-iops", rep=1)
+    doc, _ = run_cell(plan_cell(cell, target, TimingOverrides(ramp="0s", runtime="1s", size="16M")))
+    return json.loads(doc.to_json())
+
+
+def run_documents(template: dict, run_index: int, seed: int):
+    """(key, bytes) of one synthetic run: each class a level, each result a little noise."""
+    rng = random.Random(seed + run_index)
+    workloads = [f"wl-{w:02d}" for w in range(WORKLOADS)]
+    for c in range(CLASSES):
+        for w in workloads:
+            for rep in range(1, REPS + 1):
+                doc = copy.deepcopy(template)
+                ident = doc["identity"]
+                ident.update(campaign=CAMPAIGN, run=f"run-{run_index:04d}", occasion=OCCASIONS[run_index % 4],
+                             storage_class=f"sc-{c:02d}", workload=w, rep=rep,
+                             order=(c * WORKLOADS + workloads.index(w)) * REPS + rep)
+                factor = rng.lognormvariate(0, 0.1) * (1 + c / 10)
+                for m in doc["metrics"]:
+                    for k in ("iops", "bw_mib_s"):
+                        if m.get(k):
+                            m[k] *= factor
+                    for k in ("lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us"):
+                        if m.get(k):
+                            m[k] /= factor
+                key = CellKey(CAMPAIGN, ident["run"], ident["occasion"], ident["storage_class"], ident["profile"],
+                              w, rep).result_key()
+                yield key, json.dumps(doc, indent=2).encode()
+
+
+def write_runs(store, template: dict, first: int, count: int) -> None:
+    def put(item):
+        store.put_bytes(*item)
+
+    with ThreadPoolExecutor(1 if isinstance(store, LocalStore) else S3_READERS) as pool:
+        for r in range(first, first + count):
+            list(pool.map(put, run_documents(template, r, seed=7)))
+
+
+def read_bytes(store) -> tuple[float, int]:
+    """Seconds to list and read every result.json (S3: S3_READERS at a time, as the compactor does)."""
+    t0 = time.monotonic()
+    keys = [o.key for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith("result.json")]
+    workers = 1 if isinstance(store, LocalStore) else S3_READERS
+    with ThreadPoolExecutor(workers) as pool:
+        total = sum(len(b) for b in pool.map(store.get_bytes, keys))
+    return time.monotonic() - t0, total
+
+
+def timed(args: list[str], env: dict) -> tuple[float, float]:
+    """(wall seconds, peak RSS in GiB) of one pvbench command in its own process."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(PVBENCH + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - t0
+    if status != 0:
+        raise SystemExit(f"pvbench {' '.join(args)} failed:\n{proc.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--stores", default="local,minio")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    kinds = args.stores.split(",")
+    console = Console()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pvbench-bench-agg-") as tmp:
+        work = Path(tmp)
+        template = template_document(work)
+        minio = None
+        if "minio" in kinds:
+            minio = MinioServer(work / "minio-data")
+            minio.start()
+        try:
+            for kind in kinds:
+                for n in sizes:
+                    runs = max(1, n // PER_RUN)
+                    env = dict(os.environ)
+                    if kind == "local":
+                        url = str(work / f"store-{n}")
+                    else:
+                        env.update(minio.env)
+                        os.environ.update(minio.env)
+                        bucket = f"bench-{n}"
+                        minio.make_bucket(bucket)
+                        url = f"s3://{bucket}/pvbench"
+                    store = open_store(url)
+                    console.print(f"[bold]{kind}, {runs * PER_RUN:,} results[/]: writing …")
+                    write_runs(store, template, 0, runs)
+                    read_s, total = read_bytes(store)
+                    out = work / f"tables-{kind}-{n}"
+                    full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+                    verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+                    write_runs(store, template, runs, 1)
+                    added = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--run", f"run-{runs:04d}",
+                                   "--out", str(out)], env)
+                    report = (timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
+                              if kind == "local" else None)
+                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, report))
+                    console.print(f"  read {read_s:.1f} s, full {full[0]:.1f} s, verify {verify[0]:.1f} s, "
+                                  f"add run {added[0]:.1f} s" + (f", report {report[0]:.1f} s" if report else ""))
+        finally:
+            if minio:
+                minio.stop()
+    table = Table(title="pvbench aggregation at scale (2 cores; each command in its own process; peak RSS)")
+    for col in ("store", "results", "MB", "read bytes", "full", "full ÷ read", "verify (nothing new)",
+                "add a run", "report build"):
+        table.add_column(col, justify="right")
+    for kind, n, total, read_s, full, verify, added, report in rows:
+        table.add_row(kind, f"{n:,}", f"{total / 1e6:.0f}", f"{read_s:.1f} s", f"{full[0]:.1f} s · {full[1]:.2f} GiB",
+                      f"{full[0] / read_s:.1f}×", f"{verify[0]:.1f} s · {verify[1]:.2f} GiB",
+                      f"{added[0]:.1f} s · {added[1]:.2f} GiB",
+                      f"{report[0]:.0f} s · {report[1]:.2f} GiB" if report else "(same tables)")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""Compact once, read compact: each run's result.json documents become one Parquet table, once.
+
+A run's compact (store layout: compact/campaign=<c>/run=<r>/) holds
+    result_rows.parquet   the run's valid documents through the models up to ``result_rows``
+                          (1_raw/raw_results → 2_normalized/result_rows), flat, one row per direction;
+    documents.parquet     every result.json of the run that was read: key, size, version (ETag or
+                          mtime), the key its identity gives it, and why it was left out, if it was;
+    failures.parquet      the run's failed cells as the orchestrator reported them (optional).
+
+The JSON documents stay the archive and the single source of truth. A compact is current while
+the run's listing (key, size, version of every result.json) equals its documents.parquet; any
+difference (a result added by ``argo retry``, a file rewritten, one deleted) rebuilds that run's
+compact from its documents, replacing it whole, so nothing is counted twice. Campaign tables
+then read the compacts only: aggregating a campaign never re-parses JSON it has read before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import duckdb
+from pydantic import ValidationError
+
+from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows
+from pvbench.cells.publish import key_of
+from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
+from pvbench.store import LocalStore, Store, StoredObject
+from pvbench.store.layout import (
+    COMPACT_DOCUMENTS_FILE,
+    COMPACT_FAILURES_FILE,
+    COMPACT_ROWS_FILE,
+    RESULT_FILE,
+    compact_prefix,
+    results_prefix,
+    run_of,
+)
+
+log = logging.getLogger("pvbench.analytics")
+
+# The model whose table is a run's compact; it and the models it reads run once per run.
+COMPACT_TABLE = "result_rows"
+
+# documents.parquet: one row per result.json read (DuckDB types).
+DOCUMENT_COLUMNS: dict[str, str] = {
+    "source_key": "VARCHAR",  # where the document is in the store
+    "size": "BIGINT",
+    "version": "VARCHAR",  # S3 ETag or the local file's mtime (ns): changes with the content
+    "cell_key": "VARCHAR",  # the key its identity gives it (NULL when it is invalid)
+    "problem": "VARCHAR",  # NULL when valid; invalid | other-schema
+    "reason": "VARCHAR",
+}
+
+# Documents are read this many at a time from S3 (a GET each); a local store reads them in turn.
+S3_READERS = 16
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """The result.json objects of one run, as listed now."""
+
+    campaign: str  # slugs, as in the keys
+    run: str
+    objects: tuple[StoredObject, ...]
+
+    def fingerprint(self) -> set[tuple[str, int, str]]:
+        return {(o.key, o.size, o.version) for o in self.objects}
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Where one run's compact tables are (store keys)."""
+
+    campaign: str
+    run: str
+
+    @property
+    def prefix(self) -> str:
+        return compact_prefix(self.campaign, self.run)
+
+    @property
+    def rows_key(self) -> str:
+        return f"{self.prefix}/{COMPACT_ROWS_FILE}"
+
+    @property
+    def documents_key(self) -> str:
+        return f"{self.prefix}/{COMPACT_DOCUMENTS_FILE}"
+
+    @property
+    def failures_key(self) -> str:
+        return f"{self.prefix}/{COMPACT_FAILURES_FILE}"
+
+
+def list_runs(store: Store, campaign: str | None, run: str | None = None) -> dict[tuple[str, str], RunListing]:
+    """Every run under the prefix with its result.json objects: one streamed listing."""
+    grouped: dict[tuple[str, str], list[StoredObject]] = {}
+    for obj in store.list_objects(results_prefix(campaign, run)):
+        if not obj.key.endswith("/" + RESULT_FILE):
+            continue
+        where = run_of(obj.key)
+        if where is not None:
+            grouped.setdefault(where, []).append(obj)
+    return {where: RunListing(where[0], where[1], tuple(objs)) for where, objs in sorted(grouped.items())}
+
+
+def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], Compact]:
+    """The runs that have a compact (its rows and its documents table)."""
+    files: dict[tuple[str, str], set[str]] = {}
+    for obj in store.list_objects(compact_prefix(campaign)):
+        where = run_of(obj.key)
+        if where is not None:
+            files.setdefault(where, set()).add(obj.key.rsplit("/", 1)[-1])
+    return {where: Compact(*where) for where, names in sorted(files.items())
+            if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names}
+
+
+def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts: Iterable[Compact]) -> None:
+    """Table ``compact_documents``: the documents.parquet of the given compacts, with their run."""
+    paths = [store.duckdb_path(c.documents_key) for c in compacts]
+    columns = ", ".join(f"{name} {kind}" for name, kind in DOCUMENT_COLUMNS.items())
+    con.execute(f"CREATE OR REPLACE TABLE compact_documents ({columns})")
+    if paths:
+        con.execute(f"INSERT INTO compact_documents SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet(?)",
+                    [paths])
+
+
+def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:
+    """Does the compact's documents table list exactly the run's result.json objects as they are now?"""
+    try:
+        rows = con.execute("SELECT source_key, size, version FROM read_parquet(?)",
+                           [store.duckdb_path(compact.documents_key)]).fetchall()
+    except duckdb.Error as exc:  # unreadable (half-written by a killed run): rebuild it
+        log.warning("compact %s is unreadable (%s); rebuilding it", compact.prefix, exc)
+        return False
+    return {(k, int(s), v) for k, s, v in rows} == listing.fingerprint()
+
+
+def _contents(store: Store, objects: tuple[StoredObject, ...]) -> Iterator[tuple[StoredObject, bytes | Exception]]:
+    """Each object with its bytes (or the error reading them), in listing order; S3 reads overlap."""
+    def read(obj: StoredObject):
+        try:
+            return obj, store.get_bytes(obj.key)
+        except Exception as exc:  # one unreadable document must not lose the run
+            return obj, exc
+
+    if isinstance(store, LocalStore):
+        yield from map(read, objects)
+        return
+    with ThreadPoolExecutor(S3_READERS) as pool:
+        yield from pool.map(read, objects)
+
+
+def validate(content: bytes):
+    """(document, None), or (None, (problem, reason)) if this is not a document this pvbench counts."""
+    if not content.strip():
+        return None, ("invalid", "empty file")
+    try:
+        return ResultDocument.model_validate_json(content), None
+    except ValidationError as exc:
+        try:
+            data = json.loads(content)
+        except ValueError as bad:
+            return None, ("invalid", f"not valid JSON (truncated or corrupt?): {bad}")
+        if not isinstance(data, dict) or "schema_version" not in data:
+            return None, ("invalid", "not a pvbench result document (no schema_version)")
+        if data["schema_version"] != SCHEMA_VERSION:
+            return None, ("other-schema",
+                          f"schema_version {data['schema_version']!r}; this pvbench reads {SCHEMA_VERSION}")
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return None, ("invalid", f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}")
+
+
+def build_compact(store: Store, listing: RunListing, compact_models: list, connect: Callable[[], duckdb.DuckDBPyConnection],
+                  failures: list[dict] | None = None) -> int:
+    """Read the run's documents once, validate them, and write its compact; returns the valid count.
+
+    Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into a
+    newline-delimited batch with their source_key and cell_key in front; DuckDB reads the batch
+    with the schema's column types through the raw and normalized models.
+    """
+    compact = Compact(listing.campaign, listing.run)
+    documents: list[dict] = []
+    valid = 0
+    with tempfile.TemporaryDirectory(prefix="pvbench-compact-") as tmp:
+        batch = Path(tmp) / "documents.ndjson"
+        with batch.open("wb") as out:
+            for obj, content in _contents(store, listing.objects):
+                row = {"source_key": obj.key, "size": obj.size, "version": obj.version, "cell_key": None,
+                       "problem": None, "reason": None}
+                if isinstance(content, Exception):
+                    row.update(problem="invalid", reason=f"cannot be read: {content}")
+                else:
+                    doc, problem = validate(content)
+                    if problem is not None:
+                        row.update(problem=problem[0], reason=problem[1])
+                    else:
+                        row["cell_key"] = key_of(doc).result_key()
+                        head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
+                        out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
+                        valid += 1
+                documents.append(row)
+        con = connect()
+        try:
+            rows_file = Path(tmp) / COMPACT_ROWS_FILE
+            con.execute("SET VARIABLE result_files = ?", [[str(batch)]])
+            for model in compact_models:
+                try:
+                    con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+                except duckdb.Error as exc:
+                    raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}") \
+                        from exc
+            con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
+            docs_file = Path(tmp) / COMPACT_DOCUMENTS_FILE
+            insert_rows(con, "documents", DOCUMENT_COLUMNS, documents)
+            con.execute(f"COPY documents TO '{docs_file}' (FORMAT parquet)")
+            parquet = "application/vnd.apache.parquet"
+            # rows first, documents last: a compact whose documents table is missing is rebuilt
+            store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
+            if failures is not None:
+                failures_file = Path(tmp) / COMPACT_FAILURES_FILE
+                insert_rows(con, "failures", FAILURES_COLUMNS,
+                            [{**f, "run": f.get("run") or listing.run} for f in failures])
+                con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
+                store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
+            store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
+        finally:
+            con.close()
+    return valid
