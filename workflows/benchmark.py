@@ -386,12 +386,18 @@ with WorkflowTemplate(
     )
 
     # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so the
-    #    pod holds no S3 credentials); the Parquet tables go back under analytics/. Part of
-    #    the exit handler: it runs however the cells went (failed, errored, stopped), with
-    #    Argo's list of failed nodes, so the report names every cell that has no result.
+    #    pod holds no S3 credentials) and the compacts of the campaign's earlier runs: the run is
+    #    compacted once (its compact goes back under compact/), and the campaign's tables, every
+    #    run pooled, go back under analytics/…/run=all. Part of the exit handler: it runs however
+    #    the cells went (failed, errored, stopped), with Argo's list of failed nodes, so the
+    #    report names every cell that has no result.
+    run_compact = keys.run_compact_prefix(CAMPAIGN_KEY, "{{workflow.name}}")
+    compacts = keys.campaign_compacts_prefix(CAMPAIGN_KEY)
     aggregate = Container(
         name="aggregate",
-        inputs=[run_results_artifact(optional=True)],
+        inputs=[run_results_artifact(optional=True),
+                # the first run of a campaign has no compacts yet
+                S3Artifact(name="compacts", path=f"{c.STORE_DIR}/{compacts}", key=compacts, optional=True)],
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
@@ -406,18 +412,25 @@ with WorkflowTemplate(
             S3Artifact(
                 name="analytics",
                 path=c.ANALYTICS_DIR,
-                key=keys.run_analytics_prefix(CAMPAIGN_KEY, "{{workflow.name}}"),
+                key=keys.campaign_analytics_prefix(CAMPAIGN_KEY),
                 archive=NoneArchiveStrategy(),
-            )
+            ),
+            S3Artifact(
+                name="compact",
+                path=f"{c.STORE_DIR}/{run_compact}",
+                key=run_compact,
+                archive=NoneArchiveStrategy(),
+            ),
         ],
     )
 
-    # 5. The Evidence site, stored unarchived under the run's report key. Then `pvbench report
-    #    locate` says where: its log and the workflow outputs report-location (s3://<bucket>/…/report/,
-    #    what `pvbench report serve` opens) and report-url (the chart's report.url, filled in). The
-    #    bucket and the URL template come from the chart's ConfigMap pvbench-report (optional: the
-    #    rendered template alone prints the key).
-    report_key = keys.run_report_prefix(CAMPAIGN_KEY, "{{workflow.name}}")
+    # 5. The campaign's Evidence site (every run, selectable on its Runs page), stored unarchived
+    #    under the campaign's report key. Then `pvbench report locate` says where: its log and the
+    #    workflow outputs report-location (s3://<bucket>/…/report/, what `pvbench report serve`
+    #    opens) and report-url (the chart's report.url, filled in). The bucket and the URL
+    #    template come from the chart's ConfigMap pvbench-report (optional: the rendered template
+    #    alone prints the key).
+    report_key = keys.campaign_report_prefix(CAMPAIGN_KEY)
     report = Container(
         name="report",
         inputs=[Artifact(name="analytics", path=c.ANALYTICS_DIR)],

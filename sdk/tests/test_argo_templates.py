@@ -176,12 +176,17 @@ def test_fan_out_items_carry_the_cells_inputs():
 def test_artifact_keys_come_from_the_layout():
     tpl = templates_by_name(benchmark_template())
     campaign, run = "{{=lower(workflow.parameters.campaign)}}", "{{workflow.name}}"
-    [results] = tpl["aggregate"]["inputs"]["artifacts"]
-    [tables] = tpl["aggregate"]["outputs"]["artifacts"]
+    [results, compacts] = tpl["aggregate"]["inputs"]["artifacts"]
+    [tables, compact] = tpl["aggregate"]["outputs"]["artifacts"]
     # The layout with sentinel values, re-filled: the same key whatever the layout's spelling.
     assert results["s3"]["key"] == layout.results_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
-    assert tables["s3"]["key"] == layout.analytics_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
-    assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"].startswith(tables["s3"]["key"] + "/")
+    # the run's compact goes back beside the campaign's other compacts, which come in (none at first)
+    assert compact["s3"]["key"] == layout.compact_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
+    assert compacts["s3"]["key"] == layout.compact_prefix("zzc").replace("zzc", campaign) and compacts["optional"]
+    assert compact["path"].endswith("/" + compact["s3"]["key"]) and compacts["path"].endswith("/" + compacts["s3"]["key"])
+    # one set of tables and one report per campaign, not per run
+    assert tables["s3"]["key"] == layout.analytics_prefix("zzc").replace("zzc", campaign)
+    assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"] == layout.report_prefix("zzc").replace("zzc", campaign)
     [result] = tpl["benchmark-cell"]["outputs"]["artifacts"]
     fill = {"campaign": campaign, "run": run, "occasion": "{{=lower(workflow.parameters.occasion)}}",
             "sc": "{{inputs.parameters.storage-class}}", "profile": "{{workflow.parameters.profile}}",

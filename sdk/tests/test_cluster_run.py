@@ -33,7 +33,7 @@ from cluster_helpers import (
     wait_until,
 )
 from pvbench.results import ResultDocument
-from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, report_prefix, results_prefix
+from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, compact_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -92,16 +92,24 @@ def test_tables_and_report_land_beside_them(run):
     import pyarrow.parquet as pq
 
     minio, name = run["minio"], run["name"]
-    tables = analytics_prefix(PARAMS["campaign"], name)
+    # one set of tables and one report for the campaign (every run pooled, each selectable)
+    tables = analytics_prefix(PARAMS["campaign"])
     have = minio.keys(BUCKET, tables + "/")
     assert f"{tables}/summary.parquet" in have and f"{tables}/report_failures.parquet" in have
-    assert f"{report_prefix(PARAMS['campaign'], name)}/index.html" in have
+    assert f"{report_prefix(PARAMS['campaign'])}/index.html" in have
+    assert f"{tables}/report_run_summary.parquet" in have
+    # the run's results compacted once, beside the campaign's other runs' compacts
+    compact = compact_prefix(PARAMS["campaign"], name)
+    assert {f"{compact}/{f}" for f in ("result_rows.parquet", "documents.parquet", "failures.parquet")} <= set(
+        minio.keys(BUCKET, compact + "/"))
+    docs = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{compact}/documents.parquet").read()))
+    assert docs.num_rows == 6 and set(docs.column("problem").to_pylist()) == {None}
     summary = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/summary.parquet").read()))
     head = {r["storage_class"]: r for r in summary.to_pylist() if r["is_headline"]}
     assert head["pvbench-tmpfs"]["n"] == head["pvbench-ext4"]["n"] == 3
     assert head["pvbench-tmpfs"]["mean"] > head["pvbench-ext4"]["mean"], head
     failures = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/report_failures.parquet").read()))
-    assert failures.num_rows == 0
+    assert [f for f in failures.to_pylist() if f["run"] == name] == []
 
 
 def test_each_cell_had_a_fresh_volume_of_its_class_and_the_runs_size(run):

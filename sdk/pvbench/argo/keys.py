@@ -36,11 +36,21 @@ def run_results_prefix(campaign: str, run: str) -> str:
     return placeholder_key(layout.results_prefix, campaign=campaign, run=run)
 
 
-def run_analytics_prefix(campaign: str, run: str) -> str:
-    """Where the run's Parquet tables go."""
-    return placeholder_key(layout.analytics_prefix, campaign=campaign, run=run)
+def run_compact_prefix(campaign: str, run: str) -> str:
+    """Where the run's compact tables go (its results, validated and flattened once)."""
+    return placeholder_key(layout.compact_prefix, campaign=campaign, run=run)
 
 
-def run_report_prefix(campaign: str, run: str) -> str:
-    """Where the run's report site goes: beside its tables, under ``report/``."""
-    return placeholder_key(layout.report_prefix, campaign=campaign, run=run)
+def campaign_compacts_prefix(campaign: str) -> str:
+    """Every run's compact of the campaign: what the campaign's tables are built from."""
+    return placeholder_key(layout.compact_prefix, campaign=campaign)
+
+
+def campaign_analytics_prefix(campaign: str) -> str:
+    """Where the campaign's Parquet tables go (every run pooled, run=all)."""
+    return placeholder_key(layout.analytics_prefix, campaign=campaign)
+
+
+def campaign_report_prefix(campaign: str) -> str:
+    """Where the campaign's report site goes: beside its tables, under ``report/``."""
+    return placeholder_key(layout.report_prefix, campaign=campaign)

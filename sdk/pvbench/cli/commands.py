@@ -95,9 +95,9 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
 
     warnings: list[str] = []
     try:
-        with console.status("aggregating with DuckDB"):
+        with console.status("aggregating with DuckDB") as status:
             where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits, failures=failures,
-                                      warn=warnings.append)
+                                      warn=warnings.append, progress=status.update)
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
     for line in warnings:
@@ -112,7 +112,9 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
 def aggregate_cmd(
     store: Annotated[str, typer.Option(help="Store URL: a directory or s3://bucket/prefix")],
     campaign: Annotated[Optional[str], typer.Option(help="Campaign to aggregate (default: all)")] = None,
-    run: Annotated[Optional[str], typer.Option(help="Only this run of the campaign")] = None,
+    run: Annotated[Optional[str], typer.Option(
+        help="The run that just finished: only it is listed and compacted, the campaign's other runs are "
+             "read from their compacts as they are (without --run every run is checked)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")] = None,
     limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML (else $PVBENCH_LIMITS, "
                                                    "else config/limits.yaml in the store)")] = None,
@@ -121,7 +123,11 @@ def aggregate_cmd(
     argo_status: Annotated[Optional[str], typer.Option(
         help="Argo's {{workflow.status}}, printed with the outcome")] = None,
 ) -> None:
-    """Run analytics/ (DuckDB) over stored results and write the Parquet tables."""
+    """Compact new or changed runs, run analytics/ (DuckDB) over the campaign and write its Parquet tables.
+
+    Each run's result.json documents are read once into compact/…/run=<r>/ (Parquet); the
+    campaign's tables (analytics/campaign=<c>/run=all/) are built from those compacts.
+    """
     from pvbench.argo.failures import FailuresError, parse_failures
 
     if run and not campaign:

@@ -75,7 +75,7 @@ def load_measurements(store, side: Side, cache: dict | None = None) -> list[dict
     cache = {} if cache is None else cache
     key = (side.campaign, side.run)
     if key not in cache:
-        con = build_tables(store, side.campaign, side.run, extras=False)
+        con = build_tables(store, side.campaign, side.run, extras=False, only_run=side.run is not None)
         cursor = con.execute(f"select {', '.join(MEASUREMENT_COLUMNS)}, epoch(started_at) from measurements")
         cache[key] = [dict(zip(MEASUREMENT_COLUMNS + ("started_at",), row)) for row in cursor.fetchall()]
     return [row for row in cache[key] if side.matches(row)]
