@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pvbench.analytics import aggregate
+from pvbench.pipeline import aggregate
 from pvbench.cells.cell import Cell
 from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.importers.thesis_csv import read_documents

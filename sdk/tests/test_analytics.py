@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 
-from pvbench.analytics import AnalyticsError, aggregate, build_tables, discover_models
+from pvbench.analytics import AnalyticsError, discover_models
+from pvbench.pipeline import aggregate, build_tables
 from pvbench.analytics.runner import analytics_dir
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
 from pvbench.store import open_store

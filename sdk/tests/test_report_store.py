@@ -256,7 +256,7 @@ def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "pwned").exists()
     location = (root / "report-out" / "report-location").read_text()
-    assert location == "s3://pvbench/analytics/campaign=demo/run=pvbench-benchmark-q9/report/"
+    assert location == "s3://pvbench/analytics/campaign=demo/run=all/report/"  # the campaign's, with this run in it
     assert f"pvbench report serve {location}" in proc.stdout
     assert (root / "report-out" / "report-url").read_text().startswith("http://127.0.0.1:8000/open/x%24%28touch")
 

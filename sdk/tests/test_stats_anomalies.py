@@ -9,7 +9,7 @@ import pytest
 
 from cli_helpers import pvbench
 from conftest import REPO
-from pvbench.analytics import build_tables
+from pvbench.pipeline import build_tables
 from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, parse_bandwidth, read_declarations
 from pvbench.store import open_store
 from stats_helpers import doc, write

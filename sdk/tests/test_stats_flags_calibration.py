@@ -11,9 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
-from pvbench.analytics import build_tables
+from pvbench.pipeline import build_tables
 from pvbench.stats.calibration_flags import SHAPES, FlagDesign, false_flag_rates
-from pvbench.stats.hooks import first_rank_pvalue
+from pvbench.stats.functions import first_rank_pvalue
 from pvbench.store import open_store
 from stats_helpers import doc, write
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import pvbench
-from pvbench.analytics import aggregate, build_tables
+from pvbench.pipeline import aggregate, build_tables
 from pvbench.stats.occasions import split_variance
 from pvbench.store import open_store
 from stats_helpers import T0, doc, write

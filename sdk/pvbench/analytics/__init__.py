@@ -1,5 +1,7 @@
-"""Runs the DuckDB SQL models of analytics/ over stored results."""
+"""Runs the DuckDB SQL models of analytics/ over stored results: a leaf that runs the models with
+what it is given (pvbench.pipeline wires in the statistics' tables and functions)."""
 
-from pvbench.analytics.runner import AnalyticsError, aggregate, build_tables, discover_models
+from pvbench.analytics.runner import build_tables, discover_models, write_parquet
+from pvbench.analytics.tables import AnalyticsError
 
-__all__ = ["AnalyticsError", "aggregate", "build_tables", "discover_models"]
+__all__ = ["AnalyticsError", "build_tables", "discover_models", "write_parquet"]

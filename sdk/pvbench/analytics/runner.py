@@ -13,7 +13,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import duckdb
 
@@ -37,7 +37,7 @@ from pvbench.analytics.tables import (
     insert_rows,
 )
 from pvbench.store import S3Store, Store
-from pvbench.store.layout import analytics_prefix, results_prefix, slug
+from pvbench.store.layout import results_prefix, slug
 
 # The runner's bookkeeping tables, never written out.
 INTERNAL_TABLES = {"compact_documents", "counted_documents", "failures_given"}
@@ -215,9 +215,12 @@ def install_failures(con: duckdb.DuckDBPyConnection, store: Store, compacts: lis
                     [paths])
 
 
+Step = Callable[[duckdb.DuckDBPyConnection], None]
+
+
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
-                 root: Path | None = None, limits: Path | str | None = None,
-                 extras: bool = True, failures: list[dict] | None = None,
+                 root: Path | None = None, *, before: Sequence[Step] = (), after: Sequence[Step] = (),
+                 failures: list[dict] | None = None,
                  warn: Callable[[str], None] | None = None, only_run: bool = False,
                  progress: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
     """Run every model over the campaign's compacts; returns the connection holding the tables.
@@ -225,14 +228,11 @@ def build_tables(store: Store, campaign: str | None = None, run: str | None = No
     ``run``: the run that is new or changed — only it is listed and compacted, and the tables
     are the campaign's, every other run read from its compact as it was. ``only_run``: the tables
     of that run alone (``pvbench compare`` selecting one run).
-    ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
-    store's config/limits.yaml); pvbench.stats turns it into tables the models read.
-    ``extras=False`` skips the Python-made tables (report_comparisons) when only SQL ones are needed.
+    ``before``: steps that run on the connection before the models (tables and SQL functions the
+    models read); ``after``: steps that make tables from the models' (pvbench.pipeline gives both).
     ``failures``: rows of FAILURES_COLUMNS, what failed in ``run`` (report_failures shows them).
     ``warn``: gets one line per document left out; default: the logging module.
     """
-    from pvbench.stats import hooks
-
     root = root or analytics_dir()
     failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
     compacts = refresh_compacts(store, campaign, run, root, failures if run else None, progress)
@@ -264,40 +264,39 @@ def build_tables(store: Store, campaign: str | None = None, run: str | None = No
     install_failures(con, store, compacts)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
-    hooks.before_models(con, store, limits)
+    for step in before:
+        step(con)
     for model in campaign_models:
         try:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         except duckdb.Error as exc:
             raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
-    if extras:
-        hooks.after_models(con)
+    for step in after:
+        step(con)
     return con
 
 
-# The layers whose tables are written: summaries and report tables. The per-result rows (the raw
-# and normalized layers) are the runs' compacts already; writing them again per aggregation
-# would cost more than computing every summary (4 s of 12 at 100,000 results).
-OUTPUT_LAYERS = ("3_summaries", "4_report")
-# summaries with one row per measured value, equally large: in the tables, not in the files
-PER_VALUE_TABLES = {"anomaly_outliers"}
+# Tables with a row per result or per measured value are not written out: the rows are the runs'
+# compacts already, and writing them again on every aggregation would cost more than computing
+# every summary (4 s of 12 at 100,000 results). Every other campaign table is written.
+PER_RESULT_TABLES = {"result_rows", "measurements", "anomaly_outliers"}
 
 
-def output_tables(root: Path | None = None) -> list[str]:
-    from pvbench.stats.hooks import PYTHON_TABLES
-
-    return [m.name for m in discover_models(root)
-            if m.layer in OUTPUT_LAYERS and m.name not in INTERNAL_TABLES | PER_VALUE_TABLES] + list(PYTHON_TABLES)
+def output_tables(root: Path | None = None, extra_tables: Sequence[str] = ()) -> list[str]:
+    """The tables written out: the campaign's models but the per-result ones, then ``extra_tables``
+    (made by ``after`` steps)."""
+    _, campaign_models = compaction_models(discover_models(root))
+    return [m.name for m in campaign_models if m.name not in INTERNAL_TABLES | PER_RESULT_TABLES] + list(extra_tables)
 
 
 def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str = "",
-                  root: Path | None = None) -> dict[str, int]:
+                  root: Path | None = None, extra_tables: Sequence[str] = ()) -> dict[str, int]:
     """Write every output table as <prefix>/<table>.parquet; returns row counts."""
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="pvbench-parquet-") as tmp:
         local_dir = Path(out) if isinstance(out, Path) else Path(tmp)
         local_dir.mkdir(parents=True, exist_ok=True)
-        for table in output_tables(root):
+        for table in output_tables(root, extra_tables):
             path = local_dir / f"{table}.parquet"
             con.execute(f"COPY {table} TO '{path}' (FORMAT parquet)")
             counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -310,22 +309,3 @@ def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str
 def _failures_rows(con: duckdb.DuckDBPyConnection, failures: list[dict]) -> str:
     insert_rows(con, "failures_given", FAILURES_COLUMNS, failures)
     return "failures_given"
-
-
-def aggregate(store: Store, campaign: str | None, run: str | None = None,
-              out: Path | None = None, limits: Path | str | None = None,
-              failures: list[dict] | None = None,
-              warn: Callable[[str], None] | None = None,
-              progress: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
-    """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
-    ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
-
-    ``run``: the run that just finished (only it is listed and compacted; see build_tables).
-    """
-    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn, progress=progress)
-    if out is not None:
-        counts = write_parquet(con, out)
-        return str(out), counts
-    prefix = analytics_prefix(campaign or "all")
-    counts = write_parquet(con, store, prefix)
-    return f"{store.url}/{prefix}", counts

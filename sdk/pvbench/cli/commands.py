@@ -1,4 +1,4 @@
-"""CLI commands for local mode, aggregation and import (registered on the main app)."""
+"""CLI commands for local mode, aggregation, comparison and import (main.py composes the apps)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pvbench.cli.common import fail
-from pvbench.cli.main import app, console
+from pvbench.cli.common import console, fail
+from pvbench.stats.cli import compare_command
 
 local_app = typer.Typer(help="Local mode: the whole pipeline on one machine.", no_args_is_help=True)
 import_app = typer.Typer(help="Import results measured elsewhere.", no_args_is_help=True)
-app.add_typer(local_app, name="local")
-app.add_typer(import_app, name="import")
+app = typer.Typer()  # aggregate, summary, compare: top-level commands
 
 
 @local_app.command("run")
@@ -88,7 +87,8 @@ def local_run(
 
 def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None,
                limits: Path | None = None, failures: list[dict] | None = None) -> None:
-    from pvbench.analytics import AnalyticsError, aggregate
+    from pvbench.analytics import AnalyticsError
+    from pvbench.pipeline import aggregate
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
@@ -147,7 +147,8 @@ def summary_cmd(
     campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,
 ) -> None:
     """Print each workload's headline metric per storage class: mean ± sd, CV, n (the overview table)."""
-    from pvbench.analytics import AnalyticsError, build_tables
+    from pvbench.analytics import AnalyticsError
+    from pvbench.pipeline import build_tables
     from pvbench.store import open_store
 
     from pvbench.store.backends import StoreError
@@ -202,6 +203,4 @@ def import_thesis_csv(
 
 
 # `pvbench compare` at the top level (the CI/Argo Events gate); the same command is `pvbench stats compare`.
-from pvbench.stats.cli import compare_command  # noqa: E402
-
 app.command("compare")(compare_command)

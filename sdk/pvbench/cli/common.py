@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 _err = Console(stderr=True)
+console = _err  # what commands print for people (stdout stays for data)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -1,306 +1,44 @@
-"""The ``pvbench`` command. Each concern keeps its own sub-app; this file only wires them."""
+"""The ``pvbench`` command. Each concern keeps its own Typer app; this file only composes them."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-from typing import Annotated, Optional
-
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from pvbench.cli.common import fail, open_store_or_fail, parse_labels, split_list
-from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
-from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
-from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, results_prefix
+from pvbench.cli import commands, profiles, steps, store
+from pvbench.cli.common import fail
 
 app = typer.Typer(
     help="Benchmark Kubernetes storage classes with fio, store every result, aggregate with statistics.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-PROFILE_NAMES = ", ".join(PROFILES)  # the catalog's, for help texts
-profiles_app = typer.Typer(help=f"Workload profiles ({PROFILE_NAMES}, or your own fio job file).",
-                           no_args_is_help=True)
-store_app = typer.Typer(help="The result store (a directory or s3://bucket/prefix).", no_args_is_help=True)
-app.add_typer(profiles_app, name="profiles")
-app.add_typer(store_app, name="store")
-console = Console(stderr=True)
+app.add_typer(steps.app)  # expand, validate, fio-step (top level: what Argo's steps run)
+app.add_typer(commands.app)  # aggregate, summary, compare
+app.add_typer(profiles.app, name="profiles")
+app.add_typer(store.app, name="store")
+app.add_typer(commands.local_app, name="local")
+app.add_typer(commands.import_app, name="import")
 
 
 def _mount_optional(module: str, name: str, help_text: str) -> None:
-    """Sub-apps that live in their own concern folder (report, stats, argo)."""
+    """Sub-apps whose optional dependencies may be missing (hera for argo): imported here, so a
+    minimal install still runs every other command and says what is missing."""
     try:
         mod = __import__(module, fromlist=["app"])
     except ImportError as exc:  # e.g. hera missing in a minimal install
-        missing = typer.Typer(help=f"{help_text} (unavailable: {exc})")
+        reason = str(exc)  # `exc` itself is unbound once the except block ends
+        missing = typer.Typer(help=f"{help_text} (unavailable: {reason})")
 
         @missing.callback(invoke_without_command=True)
         def _unavailable() -> None:
-            fail(f"'pvbench {name}' needs an optional dependency: {exc}")
+            fail(f"'pvbench {name}' needs an optional dependency: {reason}")
 
         app.add_typer(missing, name=name)
         return
     app.add_typer(mod.app, name=name, help=help_text)
 
 
-# ---------------------------------------------------------------- profiles
-@profiles_app.command("list")
-def profiles_list() -> None:
-    """List the named profiles and their tests."""
-    table = Table("profile", "tests", "ramp/runtime/size", "source")
-    for profile in PROFILES.values():
-        t = profile.timing
-        table.add_row(profile.name, str(len(profile.tests)), f"{t.ramp_s:g}s / {t.runtime_s:g}s / {t.size}",
-                      profile.source)
-    Console().print(table)
-
-
-@profiles_app.command("show")
-def profiles_show(
-    profile: Annotated[str, typer.Argument(help=f"{PROFILE_NAMES} or file:PATH")],
-    fio: Annotated[bool, typer.Option("--fio", help="Print the fio job file instead of the table")] = False,
-    target: Annotated[str, typer.Option(help="Directory written into the job file")] = "/data",
-    ramp: Annotated[Optional[str], typer.Option(help="Override ramp time, e.g. 2s")] = None,
-    runtime: Annotated[Optional[str], typer.Option(help="Override runtime, e.g. 15s")] = None,
-    size: Annotated[Optional[str], typer.Option(help="Override file size, e.g. 1G")] = None,
-) -> None:
-    """Show a profile's tests, or the exact fio job file pvbench runs for it."""
-    try:
-        p = load_profile(profile)
-        timing = resolve_timing(p, ramp, runtime, size)
-    except ProfileError as exc:
-        fail(str(exc))
-    if fio:
-        sys.stdout.write(render_jobfile(p, p.tests, timing, target))
-        return
-    table = Table("test", "title", "rw", "bs", "iodepth", "numjobs", "mix", "fsync", title=p.description)
-    for t in p.tests:
-        table.add_row(t.name, t.title, t.rw, t.bs, str(t.iodepth), str(t.numjobs),
-                      str(t.rwmixread or ""), str(t.fsync or ""))
-    Console().print(table)
-
-
-# ---------------------------------------------------------------- matrix
-def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests):
-    from pvbench.cells.matrix import expand
-
-    from pvbench.store.layout import check_distinct_keys
-
-    try:
-        cells = expand(campaign=campaign, run=run, occasion=occasion, storage_classes=split_list(storage_classes),
-                       profiles=split_list(profiles), repetitions=repetitions, seed=seed,
-                       tests=split_list(tests) or None)
-        check_distinct_keys((cell.describe(), cell.key) for cell in cells)
-    except (ProfileError, ValueError) as exc:
-        fail(str(exc))
-    return cells
-
-
-CampaignOpt = Annotated[str, typer.Option(help="Campaign label (groups runs that belong together)")]
-RunOpt = Annotated[str, typer.Option(help="Run id (an Argo workflow name, a local run id)")]
-OccasionOpt = Annotated[str, typer.Option(help="Occasion label, e.g. weekday-office")]
-ClassesOpt = Annotated[str, typer.Option("--storage-classes", help="Storage classes, comma-separated or a JSON list")]
-ProfilesOpt = Annotated[str, typer.Option("--profiles", help=f"Profiles, comma-separated: {PROFILE_NAMES}, file:PATH")]
-RepsOpt = Annotated[int, typer.Option(help="Repetitions of every cell")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the randomized cell order")]
-TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, comma-separated")]
-
-
-@app.command()
-def expand(
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
-) -> None:
-    """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
-
-    Each item holds only what tells the run's cells apart (storage_class, workload, rep, order);
-    Argo names each fan-out node after its item.
-    """
-    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
-    sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
-
-
-@app.command()
-def validate(
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
-    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override (profile: the profile's own)")] = None,
-    runtime: Annotated[Optional[str], typer.Option(help="Runtime override (profile: the profile's own)")] = None,
-    size: Annotated[Optional[str], typer.Option(help="fio file size override (profile: the profile's own)")] = None,
-    volume_size: Annotated[Optional[str], typer.Option(help="PVC size; fio's files must fit in it")] = None,
-    volume_timeout: Annotated[str, typer.Option(
-        help="How long a cell may wait for its volume; part of each cell's deadline")] = "10m",
-    outputs: Annotated[Optional[Path], typer.Option(
-        help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo")] = None,
-    max_storage_classes: Annotated[int, typer.Option(
-        envvar=MAX_STORAGE_CLASSES_ENV, min=1,
-        help="At most this many storage classes in one run (the chart's benchmark.maxStorageClasses)")]
-        = DEFAULT_MAX_STORAGE_CLASSES,
-) -> None:
-    """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
-
-    Also derives each cell's deadline from its workload (waiting for the volume, fio's time, laying
-    out its files, start-up) and, with --outputs, writes the longest one for the Argo template.
-    """
-    import math
-
-    from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
-    from pvbench.profiles import parse_seconds, parse_size
-
-    classes = split_list(storage_classes)
-    if len(classes) > max_storage_classes:
-        fail(f"{len(classes)} storage classes in one run; at most {max_storage_classes} are allowed "
-             f"(the chart's benchmark.maxStorageClasses): split them over several runs")
-    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
-    deadline = 0.0
-    try:
-        volume = parse_size(volume_size.removesuffix("i")) if volume_size else None
-        volume_wait = parse_seconds(volume_timeout)
-        seen: set[tuple[str, str]] = set()
-        for cell in cells:  # only the tests this run measures, each once
-            if (cell.profile, cell.workload) in seen:
-                continue
-            seen.add((cell.profile, cell.workload))
-            plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
-            jobs = max_jobs(plan.test)
-            if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
-                fail(f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
-                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size")
-            deadline = max(deadline, plan.deadline_s(volume_wait))
-    except ProfileError as exc:
-        fail(str(exc))
-    if outputs is not None:
-        outputs.mkdir(parents=True, exist_ok=True)
-        (outputs / CELL_TIMEOUT_OUTPUT).write_text(f"{math.ceil(deadline)}s")
-    console.print(f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
-                  f"(volume wait {volume_timeout} + fio)")
-
-
-# ---------------------------------------------------------------- one cell (the pod step)
-@app.command("fio-step")
-def fio_step(
-    target: Annotated[Path, typer.Option(help="Directory on the storage under test (the PVC mount)")],
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt,
-    storage_class: Annotated[str, typer.Option(help="Storage class of the target")],
-    profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
-    workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
-    rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
-    order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the randomized order, recorded in the result")] = None,
-    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
-    runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
-    size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
-    store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
-    out: Annotated[Optional[Path], typer.Option(
-        help=f"Also write {RESULT_FILE} and {RAW_FIO_FILE} here (artifacts)")] = None,
-    key: Annotated[Optional[str], typer.Option(
-        help="The store key the caller will upload --out under (Argo's artifact key); refused unless it is "
-             "the key layout's own for this cell")] = None,
-    spool: Annotated[Optional[Path], typer.Option(help="Where a result waits if the store is down")] = None,
-    label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the result, repeatable")] = None,
-    cleanup: Annotated[bool, typer.Option(help="Remove fio's files from the target afterwards")] = False,
-) -> None:
-    """Run one cell with fio and write its result document (what each Argo step pod runs)."""
-    from pvbench.cells.cell import Cell
-    from pvbench.cells.publish import publish
-    from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
-    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
-    from pvbench.fio.target import remove_fio_files
-    from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
-
-    try:
-        labels = parse_labels(label or [])
-        cell = Cell(campaign=campaign, run=run, occasion=occasion, storage_class=storage_class, profile=profile,
-                    workload=workload, rep=rep, order=order, seed=seed)
-        if key is not None and key.strip("/") != cell.key.prefix():
-            raise ValueError(f"the result would be stored under {key!r}, but the key layout puts this cell at "
-                             f"{cell.key.prefix()!r}; the template and pvbench disagree")
-        plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
-        store_obj = open_store(store) if store else None
-        if store_obj is not None:
-            store_obj.check()  # reachable, bucket there, writable: before fio, not after it
-    except (ProfileError, ValueError, StoreError) as exc:
-        fail(str(exc))
-    console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
-    try:
-        # SIGTERM (the pod is deleted) or SIGINT: fio is stopped with it, never left running
-        with stop_on_signals(), console.status(
-                f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"):
-            doc, raw = run_cell(plan, labels)
-    except FioError as exc:
-        fail(f"{cell.describe()}: {exc}", code=1)
-    except Interrupted as exc:
-        fail(f"{cell.describe()}: {exc}; fio was stopped, no result for this cell", code=exc.exit_code)
-    finally:
-        if cleanup:
-            remove_fio_files(target)
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / RAW_FIO_FILE).write_text(raw)
-        (out / RESULT_FILE).write_bytes(doc.to_json())
-    for m in doc.metrics:
-        console.print(f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
-                      f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs")
-    if store_obj is not None:
-        outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))
-        if not outcome.stored:
-            kept = f"kept at {outcome.spooled_at}" if outcome.spooled_at else (
-                f"only in {out}" if out else "not kept anywhere")
-            fail(f"result could not be stored ({outcome.error}); {kept}", code=3)
-        console.print(f"  stored {store_obj.url}/{outcome.key}")
-
-
-# ---------------------------------------------------------------- store
-@store_app.command("flush")
-def store_flush(
-    spool: Annotated[Path, typer.Option(help="Spool directory holding results not yet uploaded")],
-    store: Annotated[str, typer.Option(help="Store URL")],
-) -> None:
-    """Upload results that were kept on disk because the store was unreachable."""
-    from pvbench.cells.publish import flush
-    from pvbench.store.backends import StoreError
-
-    if not spool.is_dir():
-        fail(f"spool directory {spool} does not exist" if not spool.exists() else f"spool {spool} is not a directory")
-    target = open_store_or_fail(store, check=True)
-    try:
-        done, failed = flush(spool, target)
-    except StoreError as exc:
-        fail(str(exc))
-    console.print(f"uploaded {len(done)} result(s)")
-    for key, error in failed:
-        console.print(f"[red]still pending[/] {key}: {error}")
-    if failed:
-        raise typer.Exit(3)
-
-
-@store_app.command("ls")
-def store_ls(store: Annotated[str, typer.Argument(help="Store URL")],
-             campaign: Annotated[Optional[str], typer.Option()] = None,
-             run: Annotated[Optional[str], typer.Option()] = None) -> None:
-    """List result keys in the store."""
-    from pvbench.store.backends import S3Store, StoreError
-
-    target = open_store_or_fail(store)
-    if isinstance(target, S3Store):
-        target.attempts = 2  # a listing is interactive: a wrong endpoint fails in seconds
-    elif not target.root.is_dir():
-        fail(f"store {target.root} does not exist")
-    try:
-        keys = [k for k in target.list_keys(results_prefix(campaign, run)) if k.endswith(RESULT_FILE)]
-    except (StoreError, ValueError) as exc:
-        fail(str(exc))
-    for key in keys:
-        print(key)
-
-
 def _register() -> None:
-    from pvbench.cli import commands  # noqa: F401  (local, aggregate, import)
-
     _mount_optional("pvbench.report.cli", "report", "Build and serve the Evidence report.")
     _mount_optional("pvbench.stats.cli", "stats", "Statistics over stored results.")
     _mount_optional("pvbench.argo.cli", "argo", "Argo Workflows: render templates, submit runs.")

@@ -91,7 +91,7 @@ def _connect(values_csv: Path):
     import duckdb
 
     from pvbench.analytics.runner import analytics_dir, load_seeds
-    from pvbench.stats.hooks import register_functions
+    from pvbench.stats.functions import register_functions
 
     con = duckdb.connect()
     load_seeds(con, analytics_dir())

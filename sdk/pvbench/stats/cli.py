@@ -94,7 +94,8 @@ def compare_command(
 
     from pvbench.analytics import AnalyticsError
     from pvbench.stats.compare import BETTER, WITHHELD, WORSE, describe
-    from pvbench.stats.sides import Side, SideError, compare_sides
+    from pvbench.pipeline import compare_sides
+    from pvbench.stats.sides import Side, SideError
     from pvbench.stats.tables import default_settings
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
@@ -201,7 +202,8 @@ def ci_check(
     """
     import random
 
-    from pvbench.analytics import AnalyticsError, build_tables
+    from pvbench.analytics import AnalyticsError
+    from pvbench.pipeline import build_tables
     from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
     from pvbench.stats.adaptive import AdaptiveSettings, assess
     from pvbench.store import CellKey, open_store
@@ -285,7 +287,8 @@ def ci_check(
 
 
 def _table_rows(store: str, campaign: Optional[str], sql: str, limits: Optional[Path] = None) -> list[tuple]:
-    from pvbench.analytics import AnalyticsError, build_tables
+    from pvbench.analytics import AnalyticsError
+    from pvbench.pipeline import build_tables
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError

@@ -108,8 +108,9 @@ def _aggregate(ctx: Ctx, store: Path):
     if proc.returncode == 0:
         import duckdb
 
-        for table in ("result_rows", "skipped_results"):
-            counts[table] = duckdb.sql(f"select count(*) from '{out / (table + '.parquet')}'").fetchone()[0]
+        # results counted: report_cost's per-run n_results (the per-result rows are in the compacts)
+        counts["result_rows"] = int(duckdb.sql(f"select sum(n_results) from '{out / 'report_cost.parquet'}'").fetchone()[0])
+        counts["skipped_results"] = duckdb.sql(f"select count(*) from '{out / 'skipped_results.parquet'}'").fetchone()[0]
     return proc, counts
 
 

@@ -1,0 +1,12 @@
+"""The orchestration above the analytics leaf: which tables are built, with what.
+
+pvbench.analytics runs the SQL models over a store's compacts with what it is given; this layer
+gives it the statistics' SQL functions, the user's limits and prices, and the tables computed in
+Python (report_comparisons), and says where the results go (aggregate). Comparisons of two
+selections of stored results (``pvbench compare``) live here too: they read tables, then judge.
+"""
+
+from pvbench.pipeline.compare import compare_sides, load_measurements
+from pvbench.pipeline.tables import PYTHON_TABLES, aggregate, build_tables
+
+__all__ = ["PYTHON_TABLES", "aggregate", "build_tables", "compare_sides", "load_measurements"]

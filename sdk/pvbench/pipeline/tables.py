@@ -1,0 +1,64 @@
+"""The campaign's tables: the SQL models with the statistics wired in, and where they are written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from pvbench.analytics import runner
+from pvbench.analytics.tables import AnalyticsError
+from pvbench.stats.functions import register_functions
+from pvbench.stats.limits import LimitsError, find_declarations, install
+from pvbench.stats.tables import build_report_comparisons
+from pvbench.store import Store
+from pvbench.store.layout import analytics_prefix
+
+# Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
+PYTHON_TABLES = ("report_comparisons",)
+
+
+def _declarations(store: Store, limits: Path | str | None):
+    """The step that installs the SQL functions and the user's declarations (storage_class_limits,
+    cost_model: always created, empty without a limits file) before the models run."""
+    def step(con: duckdb.DuckDBPyConnection) -> None:
+        register_functions(con)
+        try:
+            install(con, find_declarations(store, limits))
+        except LimitsError as exc:  # every caller of build_tables reports AnalyticsError cleanly
+            raise AnalyticsError(str(exc)) from exc
+
+    return step
+
+
+def build_tables(store: Store, campaign: str | None = None, run: str | None = None, root: Path | None = None,
+                 limits: Path | str | None = None, extras: bool = True, failures: list[dict] | None = None,
+                 warn: Callable[[str], None] | None = None, only_run: bool = False,
+                 progress: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """Every table of the campaign (or, with ``only_run``, of that run): see analytics.runner.build_tables.
+
+    ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
+    store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
+    when only SQL ones are needed.
+    """
+    return runner.build_tables(store, campaign, run, root, before=[_declarations(store, limits)],
+                               after=[build_report_comparisons] if extras else [], failures=failures, warn=warn,
+                               only_run=only_run, progress=progress)
+
+
+def aggregate(store: Store, campaign: str | None, run: str | None = None,
+              out: Path | None = None, limits: Path | str | None = None,
+              failures: list[dict] | None = None,
+              warn: Callable[[str], None] | None = None,
+              progress: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
+    """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
+    ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
+
+    ``run``: the run that just finished (only it is listed and compacted; see build_tables).
+    """
+    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn, progress=progress)
+    if out is not None:
+        return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
+    prefix = analytics_prefix(campaign or "all")
+    return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)
