@@ -14,7 +14,8 @@ from conftest import REPO, THESIS_CSV
 from pvbench.cells.matrix import expand
 from pvbench.cells.run import plan_cell
 from pvbench.local.config import ConfigError, load_config
-from pvbench.stats.adaptive import AdaptiveSettings, assess, needs_more, plan_stream, relative_half_width
+from pvbench.pipeline.adaptive import plan_stream
+from pvbench.stats.adaptive import AdaptiveSettings, assess, needs_more, relative_half_width
 from stats_helpers import doc
 
 

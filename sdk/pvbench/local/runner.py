@@ -26,7 +26,7 @@ from pvbench.fio.runner import FioError, Interrupted, check_interrupted, deferre
 from pvbench.fio.target import check_target_path, remove_fio_files
 from pvbench.local.config import LocalConfig
 from pvbench.profiles import ProfileError
-from pvbench.stats.adaptive import plan_stream
+from pvbench.pipeline.adaptive import plan_stream
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE, results_prefix, slug
 

@@ -22,7 +22,7 @@ import math
 import random
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -104,57 +104,8 @@ def assess(rows: Iterable[tuple[tuple, str, str, float]], settings: AdaptiveSett
 
 
 # ------------------------------------------------------------------ local mode
-def _headline_values(doc) -> Iterator[tuple[str, str, float]]:
-    metric = doc.workload.headline_metric or "iops"
-    for m in doc.metrics:
-        value = getattr(m, metric, None)
-        if value is not None:
-            yield m.direction, metric, value
 
 
-def plan_stream(config, plans: list, observed: list, on_round: Callable[[list, int], None] | None = None,
-                overrides=None) -> Iterator:
-    """The plans of a local run, then — with ``config.adaptive`` — more rounds until precise.
-
-    ``observed`` is filled by the caller with (plan, ResultDocument) of every successful cell;
-    after the planned cells are done, each round adds one repetition of every cell (per occasion)
-    whose headline metrics are not yet precise enough, in a seeded random order. Failed cells
-    count towards the cap; a cell that never succeeded is not retried.
-    """
-    from pvbench.cells.run import TimingOverrides, plan_cell
-
-    yield from plans
-    settings: AdaptiveSettings | None = getattr(config, "adaptive", None)
-    if settings is None or not plans:
-        return
-    overrides = overrides or TimingOverrides(config.ramp, config.runtime, config.size)
-    planned: dict[tuple, list] = defaultdict(list)
-    for plan in plans:
-        planned[_cell_key(plan.cell)].append(plan)
-    next_order = max(p.cell.order for p in plans) + 1
-    rounds = 0
-    while True:
-        rows = [(_cell_key(plan.cell), d, m, v) for plan, doc in observed for d, m, v in _headline_values(doc)]
-        imprecise = {p.cell for p in assess(rows, settings) if p.needs_more}
-        # a cell with no successful result at all is not retried (its failure is reported)
-        todo = [key for key in planned if key in imprecise and len(planned[key]) < settings.max_repetitions]
-        if not todo:
-            return
-        rounds += 1
-        random.Random(config.seed * 1000 + rounds).shuffle(todo)
-        more = []
-        for key in todo:
-            last = planned[key][-1]
-            cell = last.cell.model_copy(update={"rep": max(p.cell.rep for p in planned[key]) + 1,
-                                                "order": next_order})
-            next_order += 1
-            plan = plan_cell(cell, last.target, overrides)
-            planned[key].append(plan)
-            more.append(plan)
-        if on_round:
-            on_round(more, rounds)
-        yield from more
-
-
-def _cell_key(cell) -> tuple:
-    return (cell.occasion, cell.storage_class, cell.profile, cell.workload)
+def shuffle_round(items: list, seed: int, round_: int) -> None:
+    """The seeded random order of one adaptive round's cells, the same in local mode and on Argo."""
+    random.Random(seed * 1000 + round_).shuffle(items)

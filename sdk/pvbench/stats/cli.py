@@ -164,7 +164,7 @@ def compare_command(
     if not result.comparisons:
         fail("nothing to compare: the two sides share no workload and metric with 2+ values each")
     if worse and fail_on == "worse":
-        _err.print(f"[bold red]regression[/]: " + "; ".join(
+        _err.print("[bold red]regression[/]: " + "; ".join(
             f"{c.key.get('storage_class', '')} {c.key.get('workload')} {c.key.get('direction')} "
             f"{c.key.get('metric')} {describe(c)}".strip() for c in worse))
         raise typer.Exit(EXIT_REGRESSION)
@@ -200,13 +200,12 @@ def ci_check(
     store key of that repetition. A cell with max-reps values is done (the cap), so repeating
     the `next` cells until it is empty ends after at most max-reps rounds.
     """
-    import random
-
     from pvbench.analytics import AnalyticsError
-    from pvbench.pipeline import build_tables
     from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
-    from pvbench.stats.adaptive import AdaptiveSettings, assess
-    from pvbench.store import CellKey, open_store
+    from pvbench.pipeline import build_tables
+    from pvbench.pipeline.adaptive import next_round
+    from pvbench.stats.adaptive import AdaptiveSettings
+    from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
     if max_reps < min_reps:  # the cap wins: "never more than" over "at least" (a run must not fail on it)
@@ -221,60 +220,8 @@ def ci_check(
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     except (ValueError, AnalyticsError, StoreError) as exc:
         fail(str(exc))
-    rows = con.execute("""
-        select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep
-        from measurements where is_headline""").fetchall()
-    # where the next cells go in the run's order: after every cell the run has so far
-    last_order = dict(con.execute("select run, max(coalesce(cell_order, 0)) from measurements group by run")
-                      .fetchall())
-    fields = ("campaign", "storage_class", "profile", "workload") if pool_occasions else \
-        ("campaign", "run", "occasion", "storage_class", "profile", "workload")
-    index = {"campaign": 0, "run": 1, "occasion": 2, "storage_class": 3, "profile": 4, "workload": 5}
-    max_rep: dict[tuple, int] = {}
-    latest: dict[tuple, tuple] = {}
-    data = []
-    for r in rows:
-        key = tuple(r[index[f]] for f in fields)
-        data.append((key, r[6], r[7], r[8]))
-        max_rep[key] = max(max_rep.get(key, 0), r[9])
-        latest[key] = (r[1], r[2])
-    results = assess(data, settings)
-    needing = [p for p in results if p.needs_more]
-    cells, next_cells, seen = [], [], set()
-    for p in results:
-        if not p.needs_more:
-            continue
-        item = dict(zip(fields, p.cell))
-        item.update(direction=p.direction, metric=p.metric, n=p.n, mean=p.mean,
-                    half_width=None if math.isinf(p.half_width) else p.half_width)
-        cells.append(item)
-        if p.cell in seen:
-            continue
-        seen.add(p.cell)
-        nxt = dict(zip(fields, p.cell))
-        if pool_occasions:  # the loop decides where the next rep goes; name the latest run/occasion
-            nxt["run"], nxt["occasion"] = latest[p.cell]
-        nxt["rep"] = max_rep[p.cell] + 1
-        nxt["key"] = CellKey(nxt["campaign"], nxt["run"], nxt["occasion"], nxt["storage_class"], nxt["profile"],
-                             nxt["workload"], nxt["rep"]).prefix()
-        next_cells.append(nxt)
-    if seed is not None:  # randomized interleaving within the round, like `pvbench expand` and local mode
-        random.Random(seed * 1000 + round_).shuffle(next_cells)
-    for nxt in next_cells:
-        last_order[nxt["run"]] = last_order.get(nxt["run"], -1) + 1
-        nxt["order"] = last_order[nxt["run"]]
-        if seed is not None:
-            nxt["seed"] = seed
-    worst = max((p.half_width for p in results if not math.isinf(p.half_width)), default=None)
-    report = {
-        "precise": not needing,
-        "target_half_width": target, "min_repetitions": min_reps, "max_repetitions": max_reps,
-        "checked": len(results), "need_more": len(needing),
-        "capped": sum(1 for p in results if p.n >= max_reps and p.half_width > target),
-        "worst_half_width": worst,
-        "cells": cells,
-        "next": next_cells,
-    }
+    report = next_round(con, settings, pool_occasions=pool_occasions, seed=seed, round_=round_)
+    next_cells = report["next"]
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
@@ -282,7 +229,7 @@ def ci_check(
         items = [{k: nxt[k] for k in FAN_OUT_ITEM_KEYS} for nxt in next_cells]
         (outputs / "next.json").write_text(json.dumps(items) + "\n")
         (outputs / "more").write_text("true" if next_cells else "false")
-    if needing and not exit_zero:
+    if report["need_more"] and not exit_zero:
         raise typer.Exit(1)
 
 
