@@ -195,13 +195,16 @@ def refresh_compacts(store: Store, campaign: str | None, run: str | None = None,
             if where not in listings:  # every cell failed: keep the failures, with no results
                 build_compact(store, RunListing(*where, ()), compact_models, lambda: connect(store), failures)
                 existing[where] = Compact(*where)
+        if run is not None:
+            return list(existing.values())
+        # Without --run every run was listed: a compact whose run has no result.json left stays
+        # out (its results were removed), unless it never had any (a run whose every cell failed
+        # keeps its failures).
+        return [c for where, c in existing.items()
+                if where in listings or not con.execute("SELECT count(*) FROM read_parquet(?)",
+                                                        [store.duckdb_path(c.documents_key)]).fetchone()[0]]
     finally:
         con.close()
-    if run is not None:
-        return list(existing.values())
-    # a compact whose run has no result.json left is read only when its results are elsewhere:
-    # without --run every run is listed, so it stays out (its results were removed)
-    return [c for where, c in existing.items() if where in listings]
 
 
 def install_failures(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> None:

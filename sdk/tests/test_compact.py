@@ -1,0 +1,134 @@
+"""Compact once, read compact: a run's documents are read once; later aggregations read its compact.
+
+What a user relies on: adding a run reads only that run's documents; aggregating again reads no
+document; a document rewritten or removed is noticed and its run compacted again, whole, so
+nothing is counted twice; DuckDB stays within what the process may use; S3 listings stream.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from pvbench.analytics.compact import list_compacts
+from pvbench.analytics.resources import duckdb_settings, parse_size
+from pvbench.analytics.runner import connect
+from pvbench.pipeline import aggregate, build_tables
+from pvbench.store import open_store
+from pvbench.store.layout import RESULT_FILE
+from stats_helpers import T0, doc, write
+
+
+def night(run: str, day: int, level: float = 1000.0, reps: int = 3) -> list:
+    return [doc(run=run, occasion=f"night-{day}", storage_class=sc, rep=rep, value=base * (1 + rep / 100),
+                started=T0 + timedelta(days=day, minutes=rep))
+            for sc, base in (("fast", level), ("slow", level / 2)) for rep in range(1, reps + 1)]
+
+
+class CountingStore:
+    """The store, counting the result.json documents read."""
+
+    def __init__(self, store):
+        self._store = store
+        self.reads: list[str] = []
+
+    def get_bytes(self, key: str) -> bytes:
+        if key.endswith(RESULT_FILE):
+            self.reads.append(key)
+        return self._store.get_bytes(key)
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def headline_n(con) -> dict:
+    return dict(con.execute("select storage_class, n from summary where is_headline").fetchall())
+
+
+def test_each_document_is_read_once_and_adding_a_run_reads_only_it(tmp_path):
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = CountingStore(open_store(str(tmp_path)))
+    aggregate(store, "syn")
+    assert len(store.reads) == 12 and len(set(store.reads)) == 12
+    assert sorted(run for _, run in list_compacts(store, "syn")) == ["n1", "n2"]
+
+    store.reads.clear()
+    aggregate(store, "syn")  # nothing new: every run listed and checked, no document read
+    assert store.reads == []
+
+    write(tmp_path, night("n3", 3))
+    store.reads.clear()
+    where, counts = aggregate(store, "syn", run="n3")  # the run that just finished
+    assert len(store.reads) == 6 and all("/run=n3/" in k for k in store.reads)
+    assert where.endswith("analytics/campaign=syn/run=all") and counts["report_run_summary"] == 3 * 2
+    con = build_tables(store, "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}  # three nights, the campaign's tables
+
+
+def test_a_changed_or_removed_document_recompacts_its_run_and_counts_nothing_twice(tmp_path):
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = CountingStore(open_store(str(tmp_path)))
+    aggregate(store, "syn")
+    # rewrite one result of n2 with another value (a re-upload under the same key)
+    changed = night("n2", 2)[0].model_copy(deep=True)
+    changed.metrics[0].iops = 5000.0
+    write(tmp_path, [changed])
+    store.reads.clear()
+    con = build_tables(store, "syn", extras=False)
+    assert store.reads and all("/run=n2/" in k for k in store.reads)  # only the changed run, whole
+    assert headline_n(con) == {"fast": 6, "slow": 6}
+    assert con.execute("select max(value) from measurements where metric = 'iops'").fetchone()[0] == 5000.0
+    # a removed document leaves the tables at the next full aggregation
+    (tmp_path / night("n1", 1)[0].identity.key.result_key()).unlink()
+    con = build_tables(store, "syn", extras=False)
+    assert headline_n(con) == {"fast": 5, "slow": 6}
+
+
+def test_the_runs_compact_keeps_its_failures_and_a_run_that_stored_nothing_is_named(tmp_path):
+    write(tmp_path, night("n1", 1))
+    store = open_store(str(tmp_path))
+    aggregate(store, "syn")
+    failure = {"node": "benchmark(0:…)", "template": "benchmark-cell", "phase": "Failed", "message": "timeout",
+               "storage_class": "slow", "workload": "randread-iops", "rep": 4, "finished_at": None}
+    aggregate(store, "syn", run="n2", failures=[failure])  # n2: every cell failed
+    aggregate(store, "syn")  # a later aggregation still shows what failed in n2
+    con = build_tables(store, "syn", extras=False)
+    assert con.execute("select run, storage_class, message from report_failures").fetchall() == [
+        ("n2", "slow", "timeout")]
+
+
+def test_duckdb_gets_what_the_process_may_use(monkeypatch):
+    monkeypatch.setenv("PVBENCH_DUCKDB_MEMORY", "300MiB")
+    monkeypatch.setenv("PVBENCH_DUCKDB_THREADS", "1")
+    assert duckdb_settings()["memory_limit"] == "300MiB" and duckdb_settings()["threads"] == 1
+    con = connect(open_store("/nonexistent-but-unused"))
+    assert con.execute("select current_setting('threads')").fetchone()[0] == 1
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0].startswith("300")
+    monkeypatch.delenv("PVBENCH_DUCKDB_MEMORY")
+    # without an override: half of the cgroup's (or the machine's) memory, never the host's 80 %
+    from pvbench.analytics.resources import memory_limit_bytes
+
+    assert parse_size(duckdb_settings()["memory_limit"]) == pytest.approx(memory_limit_bytes() / 2, rel=0.01)
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
+
+
+def test_s3_listing_streams_past_one_page(s3_store_url):
+    store = open_store(s3_store_url)
+    for i in range(1100):  # more than the 1,000 keys of one S3 list page
+        store.put_bytes(f"results/campaign=c/run=r/k{i:04d}/{RESULT_FILE}", b"{}")
+    listed = store.list_objects("results/campaign=c")
+    first = next(listed)
+    assert first.key.endswith(RESULT_FILE) and first.size == 2 and first.version
+    assert 1 + sum(1 for _ in listed) == 1100
+
+
+def test_a_campaign_of_invalid_documents_only_is_a_clear_error(tmp_path):
+    path = tmp_path / "results/campaign=syn/run=r/occasion=o/storage_class=a/profile=p/workload=w/rep=1" / RESULT_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text("{")
+    from pvbench.analytics import AnalyticsError
+
+    with pytest.raises(AnalyticsError, match="no valid results"):
+        build_tables(open_store(str(tmp_path)), "syn", extras=False)
