@@ -445,6 +445,41 @@ export function occasionShareChart(rows, storageClass) {
 export const withWorkload = (rows) =>
 	asRows(rows).map((r) => ({ ...r, workload_direction: `${r.workload_title} — ${r.direction}` }));
 
+/**
+ * report_run_summary rows for the Runs page's table: mean ± sd rounded to what the spread
+ * supports, the median and the campaign's mean to 3 significant figures, and the ratio of the
+ * run's mean to the campaign's to 3 significant figures ("0.982×", "1.00×").
+ */
+export function runSummaryRows(rows) {
+	return displayRows(withWorkload(rows), ['median', 'campaign_mean']).map((r) => ({
+		...r,
+		ratio_s: r.ratio_to_campaign == null || Number.isNaN(Number(r.ratio_to_campaign))
+			? '–'
+			: `${minus(Number(r.ratio_to_campaign).toLocaleString('en-US', { minimumSignificantDigits: 3, maximumSignificantDigits: 3 }))}×`
+	}));
+}
+
+/** report_comparisons rows of kind run for the Runs page: comparisonRows plus which two runs ("after against before"). */
+export const runVerdictRows = (rows) =>
+	comparisonRows(rows).map((r) => ({
+		...r,
+		pair: `${String(r.candidate).replace(/^run=/, '')} against ${String(r.baseline).replace(/^run=/, '')}`
+	}));
+
+/** How many runs the report pools: "This campaign has 12 runs", "This data set has 14 runs in 3 campaigns". */
+export function runsSentence(rows) {
+	const rs = asRows(rows);
+	const n = rs.reduce((a, r) => a + Number(r.n_runs), 0);
+	const runs = `${n} run${n === 1 ? '' : 's'}`;
+	return rs.length === 1 ? `This campaign has ${runs}` : `This data set has ${runs} in ${rs.length} campaigns`;
+}
+
+/** Most runs of a storage class and profile (report_runs' class_runs), and whether report_runs holds only the newest `kept` of them. */
+export function runsShown(rows, kept = 10) {
+	const total = Math.max(0, ...asRows(rows).map((r) => Number(r.class_runs ?? 0)));
+	return { total, bounded: total > kept, kept };
+}
+
 const manyRuns = (rows) => new Set(asRows(rows).map((r) => r.run)).size > 1;
 
 /**
@@ -464,6 +499,15 @@ export function occasionBoxRows(rows) {
 			.filter((x) => x != null)
 			.join('\n')
 	}));
+}
+
+/**
+ * "4 occasions", or "the newest 12 of 100 occasions" when report_occasion_boxplot holds boxes
+ * for only the newest occasions of a cell (`n` = report_occasions' n_occasions, all of them).
+ */
+export function occasionsShown(boxRows, n) {
+	const shown = asRows(boxRows).length;
+	return shown > 0 && shown < Number(n) ? `the newest ${shown} of ${Number(n)} occasions` : `${Number(n)} occasions`;
 }
 
 /** Columns of the occasion box plots' grid: fewer when the labels are long (several runs, long names). */

@@ -3,6 +3,8 @@
 //   node report_browser.mjs '{"reports": "/path/reports", "base": "http://127.0.0.1:8000",
 //                             "pages": [{"name": "index", "path": "/"}], "outDir": "/tmp/shots"}'
 //
+// A page may also give "select" (an option of its first Dropdown to pick after loading) and
+// "waitText" (what the page shows once the choice took effect); the result lists the options.
 // For every page: loads it, waits until the charts are drawn, measures how much of each
 // ECharts canvas is painted, collects the page text, failed/outbound requests and console
 // errors, and saves a full-page screenshot. Prints one JSON object on stdout.
@@ -70,8 +72,26 @@ async function chartStats(page) {
 	});
 }
 
+/**
+ * Pick `select` in the page's first Dropdown (an Evidence input: the page's queries then run
+ * again in the browser's DuckDB) and wait until the page shows `waitText`. The options listed.
+ */
+async function choose(page, select, waitText) {
+	await page.locator('button[role="combobox"]').first().click();
+	const opts = page.getByRole('option');
+	await opts.first().waitFor({ timeout: 30_000 });
+	const options = await opts.allInnerTexts();
+	await opts.filter({ hasText: select }).first().click();
+	await page.keyboard.press('Escape');
+	if (waitText) {
+		await page.waitForFunction((t) => document.body.innerText.includes(t), waitText, { timeout: 60_000 });
+	}
+	await page.waitForTimeout(1500); // the rest of the page's queries and tables
+	return options;
+}
+
 /** Load one page, wait for its charts, screenshot it; its text, charts and errors. */
-async function visit(name, p, minCharts) {
+async function visit(name, p, minCharts, select, waitText) {
 	const started = Date.now();
 	const page = await context.newPage();
 	const consoleErrors = [];
@@ -88,6 +108,7 @@ async function visit(name, p, minCharts) {
 		const drawn = charts.filter((c) => (c.painted ?? 0) > 0.005 || (c.svgElements ?? 0) > 5);
 		if (charts.length >= minCharts && drawn.length === charts.length) break;
 	}
+	const options = select ? await choose(page, select, waitText) : undefined;
 	// let the last chart animation settle before the screenshot (pages without charts: just a moment)
 	await page.waitForTimeout(charts.length ? 1500 : 300);
 	charts = await chartStats(page);
@@ -102,6 +123,7 @@ async function visit(name, p, minCharts) {
 		text: await page.evaluate(() => document.body.innerText),
 		charts,
 		consoleErrors,
+		options,
 		screenshot,
 		ms: Date.now() - started
 	};
@@ -110,13 +132,13 @@ async function visit(name, p, minCharts) {
 }
 
 const results = [];
-for (const { name, path: p, minCharts = 0 } of args.pages) {
-	let result = await visit(name, p, minCharts);
+for (const { name, path: p, minCharts = 0, select, waitText } of args.pages) {
+	let result = await visit(name, p, minCharts, select, waitText);
 	// Chromium aborts in-flight requests when the host's network configuration changes (another
 	// process adding an address or a bridge): that is the machine, not the report. Load it again.
 	if (result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED'))) {
 		const first = result.consoleErrors;
-		result = await visit(name, p, minCharts);
+		result = await visit(name, p, minCharts, select, waitText);
 		result.retriedAfter = first;
 	}
 	results.push(result);

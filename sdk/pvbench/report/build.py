@@ -63,13 +63,23 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "campaign": "VARCHAR", "run": "VARCHAR", "occasion": "VARCHAR", "storage_class": "VARCHAR",
         "profile": "VARCHAR", "workload": "VARCHAR", "workload_title": "VARCHAR", "rep": "INTEGER",
         "cell_order": "INTEGER", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
-        "value": "DOUBLE", "started_at": "TIMESTAMPTZ",
+        "value": "DOUBLE", "started_at": "TIMESTAMPTZ", "series": "VARCHAR", "run_recency": "BIGINT",
+        "class_runs": "BIGINT",
+    },
+    # the Runs page: each run of the campaign on its own, against the campaign's mean
+    "report_run_summary": {
+        "campaign": "VARCHAR", "run": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR",
+        "workload": "VARCHAR", "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR",
+        "unit": "VARCHAR", "better": "VARCHAR", "n": "BIGINT", "n_occasions": "BIGINT", "occasions": "VARCHAR",
+        "started_at": "TIMESTAMPTZ", "mean": "DOUBLE", "sd": "DOUBLE", "median": "DOUBLE",
+        "campaign_mean": "DOUBLE", "campaign_runs": "BIGINT", "ratio_to_campaign": "DOUBLE",
+        "mean_pm_sd": "VARCHAR", "run_started_at": "TIMESTAMPTZ",
     },
 }
-# What failed in the run (Argo's exit handler); empty when nothing failed or outside Argo.
+# What failed in each run (Argo's exit handler); empty when nothing failed or outside Argo.
 REPORT_TABLES["report_failures"] = {
-    "node": "VARCHAR", "template": "VARCHAR", "phase": "VARCHAR", "message": "VARCHAR", "storage_class": "VARCHAR",
-    "workload": "VARCHAR", "rep": "INTEGER", "is_cell": "BOOLEAN", "finished_at": "VARCHAR",
+    "run": "VARCHAR", "node": "VARCHAR", "template": "VARCHAR", "phase": "VARCHAR", "message": "VARCHAR",
+    "storage_class": "VARCHAR", "workload": "VARCHAR", "rep": "INTEGER", "is_cell": "BOOLEAN", "finished_at": "VARCHAR",
 }
 # The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
 # statistics publish their own contract, checked here like the rest. They are always written
@@ -274,6 +284,9 @@ def build_report(data_dir: Path, out_dir: Path, *, title: str | None = None,
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text("")
         counts = stage_data(Path(data_dir), project / "data")
+        # `evidence build` copies its output over reports/build/ without emptying it first: pages
+        # and data of an earlier build (other storage classes, older Parquet) would ship too
+        shutil.rmtree(project / "build", ignore_errors=True)
         status_cm = console.status("Building the report …") if not quiet else nullcontext()
         with status_cm as status:
             _run_step([node, cli, "sources", "--strict"], cwd=project, env=env, log_path=log_path,
