@@ -171,6 +171,9 @@ def full_site(reports, tmp_path_factory) -> Site:
             {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
             {"name": "occasions", "path": "/occasions/", "minCharts": 49},
             {"name": "methodology", "path": "/methodology/"},
+            {"name": "runs", "path": "/runs/"},
+            # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
+            {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
         ])
         yield Site("full", work / "site", url, result)
     finally:
@@ -403,6 +406,25 @@ def test_full_report_has_every_profile(full_site):
     rbd = full_site.page("class-rook-ceph-rbd")
     # 10 vshn run panels + 2 fsync charts + 18 sweep curves
     assert len(rbd["charts"]) == 30 and all(painted(c) for c in rbd["charts"]), rbd["charts"]
+
+
+@pytest.mark.slow
+def test_full_runs_page_selects_a_run(full_site):
+    """One report for all runs: the Runs page shows one run (the newest first), the Dropdown another."""
+    assert "This data set has 5 runs in 3 campaigns" in full_site.page("index")["text"]
+    newest = full_site.page("runs")["text"]
+    table = section(newest, "Run after-upgrade", "Failed cells")
+    writes = row(table, "Random write IOPS — write")  # 20% slower after the upgrade
+    assert "15,500 ± 1,800\tIOPS\t15\tafternoon, evening, morning\t17,500\t0.890×" in writes, writes
+    assert "19,400 ± 2,300" not in table
+    assert "No failed cells" in newest
+    verdicts = section(newest, "Latest run against the run before")
+    assert "▼ worse" in row(verdicts, "after-upgrade against before-upgrade\tRandom write IOPS — write")
+    picked = full_site.page("runs-before")
+    runs = [o.split(" · ")[0] for o in picked["options"]]  # run · when it started, newest first
+    assert len(runs) == 5 and runs[:4] == ["after-upgrade", "before-upgrade", "sweep-1", "vshn-1"], runs
+    table = section(picked["text"], "Run before-upgrade", "Failed cells")
+    assert "19,400 ± 2,300\tIOPS\t15" in row(table, "Random write IOPS — write") and "15,500 ± 1,800" not in table
 
 
 @pytest.mark.slow
