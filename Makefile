@@ -4,14 +4,20 @@ PVBENCH := .venv/bin/pvbench
 DEMO_PORT ?= 8765
 RUN ?= demo-$(shell date -u +%Y%m%d-%H%M%S)
 
-.PHONY: setup test test-fast test-cluster demo demo-report serve bench render
+.PHONY: setup test lint test-fast test-cluster demo demo-report serve bench render
 
 setup:
 	@bash ci/setup.sh
 
 ## make test: the whole suite (real fio, real MinIO, Evidence builds, schema checks), then the
 ## real single-node Kubernetes stage (image, chart and every step pod on real PVCs). CI runs this.
-test: test-fast test-cluster
+test: lint test-fast test-cluster
+
+## make lint: ruff, the formatter and linter (ruff.toml), in check mode; `.venv/bin/ruff format .`
+## and `.venv/bin/ruff check --fix .` apply them.
+lint: setup
+	.venv/bin/ruff format --check .
+	.venv/bin/ruff check .
 
 ## make test-fast: everything but the Kubernetes node (no root needed).
 test-fast: setup

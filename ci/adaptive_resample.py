@@ -73,8 +73,13 @@ def occasion_half_width(means: list[float], confidence: float = 0.95) -> float:
     return relative_half_width(means, confidence)
 
 
-def replay_cell(occasions: list[list[float]], settings: AdaptiveSettings, sims: int, fixed_per_occasion: int,
-                rng: np.random.Generator) -> dict:
+def replay_cell(
+    occasions: list[list[float]],
+    settings: AdaptiveSettings,
+    sims: int,
+    fixed_per_occasion: int,
+    rng: np.random.Generator,
+) -> dict:
     truth = float(np.mean([v for vs in occasions for v in vs]))
     occ_truth = [float(np.mean(vs)) for vs in occasions]
     cap, target = settings.max_repetitions, settings.target_half_width
@@ -112,19 +117,29 @@ def replay_cell(occasions: list[list[float]], settings: AdaptiveSettings, sims: 
         pooled_runs.append(n)
         pooled_err.append(abs(m - truth))
         pooled_cov.append(abs(m - truth) <= relative_half_width(seq[:n], settings.confidence) * abs(m))
-    return {"runs": float(np.mean(runs)), "within": float(np.mean(within)), "coverage": float(np.mean(covered)),
-            "fixed_coverage": float(np.mean(covered_f)),
-            "error_ratio": float(np.mean(err_a) / np.mean(err_f)) if np.mean(err_f) else 1.0,
-            "cell_half_width": float(np.median(hw_a)), "fixed_cell_half_width": float(np.median(hw_f)),
-            "pooled_runs": float(np.mean(pooled_runs)), "pooled_coverage": float(np.mean(pooled_cov)),
-            "pooled_error_ratio": float(np.mean(pooled_err) / np.mean(err_f)) if np.mean(err_f) else 1.0}
+    return {
+        "runs": float(np.mean(runs)),
+        "within": float(np.mean(within)),
+        "coverage": float(np.mean(covered)),
+        "fixed_coverage": float(np.mean(covered_f)),
+        "error_ratio": float(np.mean(err_a) / np.mean(err_f)) if np.mean(err_f) else 1.0,
+        "cell_half_width": float(np.median(hw_a)),
+        "fixed_cell_half_width": float(np.median(hw_f)),
+        "pooled_runs": float(np.mean(pooled_runs)),
+        "pooled_coverage": float(np.mean(pooled_cov)),
+        "pooled_error_ratio": float(np.mean(pooled_err) / np.mean(err_f)) if np.mean(err_f) else 1.0,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
-    ap.add_argument("--target", type=float, action="append",
-                    help="target half-width(s); default: the fixed design's worst cell, and 0.05")
+    ap.add_argument(
+        "--target",
+        type=float,
+        action="append",
+        help="target half-width(s); default: the fixed design's worst cell, and 0.05",
+    )
     ap.add_argument("--min", type=int, default=5, dest="min_n", help="min_repetitions (per occasion, as shipped)")
     ap.add_argument("--cap", type=int, default=20, help="max_repetitions (per occasion, as shipped)")
     ap.add_argument("--sims", type=int, default=1000, help="simulated campaigns per cell")
@@ -141,55 +156,72 @@ def main(argv: list[str] | None = None) -> int:
     pooled_hw = {k: relative_half_width([v for vs in occ for v in vs]) for k, occ in cells.items()}
     worst = max(pooled_hw.values())
     targets = args.target or [round(worst, 3), 0.05]
-    result: dict = {"cells": len(cells), "fixed_runs": fixed_runs, "fixed_per_occasion": fixed_per_occasion,
-                    "min_repetitions": args.min_n, "cap": args.cap, "sims": args.sims,
-                    "worst_fixed_half_width_ignoring_occasions": worst, "targets": []}
+    result: dict = {
+        "cells": len(cells),
+        "fixed_runs": fixed_runs,
+        "fixed_per_occasion": fixed_per_occasion,
+        "min_repetitions": args.min_n,
+        "cap": args.cap,
+        "sims": args.sims,
+        "worst_fixed_half_width_ignoring_occasions": worst,
+        "targets": [],
+    }
     for target in targets:
         settings = AdaptiveSettings(target_half_width=target, min_repetitions=args.min_n, max_repetitions=args.cap)
         rng = np.random.default_rng(args.seed)
         per_cell = {k: replay_cell(cells[k], settings, args.sims, fixed_per_occasion, rng) for k in sorted(cells)}
         rows = list(per_cell.values())
-        result["targets"].append({
-            "target": target,
-            "shipped": {
-                "runs": sum(r["runs"] for r in rows),
-                "within": float(np.mean([r["within"] for r in rows])),
-                "cell_half_width_median": float(np.median([r["cell_half_width"] for r in rows])),
-                "fixed_cell_half_width_median": float(np.median([r["fixed_cell_half_width"] for r in rows])),
-                "error_ratio_median": float(np.median([r["error_ratio"] for r in rows])),
-                "cells_with_larger_error": sum(r["error_ratio"] > 1 for r in rows),
-                "coverage": float(np.mean([r["coverage"] for r in rows])),
-                "fixed_coverage": float(np.mean([r["fixed_coverage"] for r in rows])),
-            },
-            "pooled_round_robin": {
-                "runs": sum(r["pooled_runs"] for r in rows),
-                "error_ratio_median": float(np.median([r["pooled_error_ratio"] for r in rows])),
-                "cells_with_larger_error": sum(r["pooled_error_ratio"] > 1 for r in rows),
-                "coverage": float(np.mean([r["pooled_coverage"] for r in rows])),
-            },
-            "per_cell": [{"solution": k[0], "metric": k[1], **v} for k, v in per_cell.items()],
-        })
+        result["targets"].append(
+            {
+                "target": target,
+                "shipped": {
+                    "runs": sum(r["runs"] for r in rows),
+                    "within": float(np.mean([r["within"] for r in rows])),
+                    "cell_half_width_median": float(np.median([r["cell_half_width"] for r in rows])),
+                    "fixed_cell_half_width_median": float(np.median([r["fixed_cell_half_width"] for r in rows])),
+                    "error_ratio_median": float(np.median([r["error_ratio"] for r in rows])),
+                    "cells_with_larger_error": sum(r["error_ratio"] > 1 for r in rows),
+                    "coverage": float(np.mean([r["coverage"] for r in rows])),
+                    "fixed_coverage": float(np.mean([r["fixed_coverage"] for r in rows])),
+                },
+                "pooled_round_robin": {
+                    "runs": sum(r["pooled_runs"] for r in rows),
+                    "error_ratio_median": float(np.median([r["pooled_error_ratio"] for r in rows])),
+                    "cells_with_larger_error": sum(r["pooled_error_ratio"] > 1 for r in rows),
+                    "coverage": float(np.mean([r["pooled_coverage"] for r in rows])),
+                },
+                "per_cell": [{"solution": k[0], "metric": k[1], **v} for k, v in per_cell.items()],
+            }
+        )
 
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
         return 0
-    print(f"thesis: {len(cells)} cells × {len(next(iter(cells.values())))} occasions × {fixed_per_occasion} runs = "
-          f"{fixed_runs} runs; rule as shipped: per occasion, min {args.min_n}, cap {args.cap}; "
-          f"{args.sims} simulated campaigns per cell")
+    print(
+        f"thesis: {len(cells)} cells × {len(next(iter(cells.values())))} occasions × {fixed_per_occasion} runs = "
+        f"{fixed_runs} runs; rule as shipped: per occasion, min {args.min_n}, cap {args.cap}; "
+        f"{args.sims} simulated campaigns per cell"
+    )
     print(f"fixed design's worst 95% CI (runs pooled, occasions ignored): ±{worst:.1%}")
     print()
-    print(f"{'target':>7s}  {'rule':34s} {'runs':>6s} {'vs 800':>7s} {'within':>7s} {'cell CI (fixed)':>16s} "
-          f"{'|error| ×':>10s} {'larger':>7s} {'coverage (fixed)':>17s}")
+    print(
+        f"{'target':>7s}  {'rule':34s} {'runs':>6s} {'vs 800':>7s} {'within':>7s} {'cell CI (fixed)':>16s} "
+        f"{'|error| ×':>10s} {'larger':>7s} {'coverage (fixed)':>17s}"
+    )
     for t in result["targets"]:
         s, p = t["shipped"], t["pooled_round_robin"]
-        print(f"{t['target']:>7.1%}  {'as shipped (per occasion)':34s} {s['runs']:6.0f} {s['runs'] / fixed_runs:7.0%} "
-              f"{s['within']:7.0%} {s['cell_half_width_median']:7.1%} ({s['fixed_cell_half_width_median']:5.1%}) "
-              f"{s['error_ratio_median']:10.2f} {s['cells_with_larger_error']:4d}/40 {s['coverage']:9.1%} "
-              f"({s['fixed_coverage']:5.1%})")
-        print(f"{'':7s}  {'not shipped: pooled, round-robin':34s} {p['runs']:6.0f} {p['runs'] / fixed_runs:7.0%} "
-              f"{'':7s} {'':16s} {p['error_ratio_median']:10.2f} {p['cells_with_larger_error']:4d}/40 "
-              f"{p['coverage']:9.1%}")
+        print(
+            f"{t['target']:>7.1%}  {'as shipped (per occasion)':34s} {s['runs']:6.0f} {s['runs'] / fixed_runs:7.0%} "
+            f"{s['within']:7.0%} {s['cell_half_width_median']:7.1%} ({s['fixed_cell_half_width_median']:5.1%}) "
+            f"{s['error_ratio_median']:10.2f} {s['cells_with_larger_error']:4d}/40 {s['coverage']:9.1%} "
+            f"({s['fixed_coverage']:5.1%})"
+        )
+        print(
+            f"{'':7s}  {'not shipped: pooled, round-robin':34s} {p['runs']:6.0f} {p['runs'] / fixed_runs:7.0%} "
+            f"{'':7s} {'':16s} {p['error_ratio_median']:10.2f} {p['cells_with_larger_error']:4d}/40 "
+            f"{p['coverage']:9.1%}"
+        )
     return 0
 
 

@@ -6,7 +6,8 @@ loopback, prints:
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>`
-  report    `pvbench report build` of the campaign's tables (local store only: same tables)
+  report    `pvbench report build` of the campaign's tables (local store, largest N: the build
+            does not depend on the store, and its fixed cost is most of it)
 with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
 (a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
 5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
@@ -52,8 +53,15 @@ def template_document(work: Path) -> dict:
     """One real result: fio randread 4k for 1 s on a temporary directory."""
     target = work / "target"
     target.mkdir()
-    cell = Cell(campaign=CAMPAIGN, run="r", occasion="o", storage_class="bench", profile="dbench",
-                workload="randread-iops", rep=1)
+    cell = Cell(
+        campaign=CAMPAIGN,
+        run="r",
+        occasion="o",
+        storage_class="bench",
+        profile="dbench",
+        workload="randread-iops",
+        rep=1,
+    )
     doc, _ = run_cell(plan_cell(cell, target, TimingOverrides(ramp="0s", runtime="1s", size="16M")))
     return json.loads(doc.to_json())
 
@@ -67,9 +75,15 @@ def run_documents(template: dict, run_index: int, seed: int):
             for rep in range(1, REPS + 1):
                 doc = copy.deepcopy(template)
                 ident = doc["identity"]
-                ident.update(campaign=CAMPAIGN, run=f"run-{run_index:04d}", occasion=OCCASIONS[run_index % 4],
-                             storage_class=f"sc-{c:02d}", workload=w, rep=rep,
-                             order=(c * WORKLOADS + workloads.index(w)) * REPS + rep)
+                ident.update(
+                    campaign=CAMPAIGN,
+                    run=f"run-{run_index:04d}",
+                    occasion=OCCASIONS[run_index % 4],
+                    storage_class=f"sc-{c:02d}",
+                    workload=w,
+                    rep=rep,
+                    order=(c * WORKLOADS + workloads.index(w)) * REPS + rep,
+                )
                 factor = rng.lognormvariate(0, 0.1) * (1 + c / 10)
                 for m in doc["metrics"]:
                     for k in ("iops", "bw_mib_s"):
@@ -78,8 +92,9 @@ def run_documents(template: dict, run_index: int, seed: int):
                     for k in ("lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us"):
                         if m.get(k):
                             m[k] /= factor
-                key = CellKey(CAMPAIGN, ident["run"], ident["occasion"], ident["storage_class"], ident["profile"],
-                              w, rep).result_key()
+                key = CellKey(
+                    CAMPAIGN, ident["run"], ident["occasion"], ident["storage_class"], ident["profile"], w, rep
+                ).result_key()
                 yield key, json.dumps(doc, indent=2).encode()
 
 
@@ -150,25 +165,58 @@ def main() -> None:
                     full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
                     write_runs(store, template, runs, 1)
-                    added = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--run", f"run-{runs:04d}",
-                                   "--out", str(out)], env)
-                    report = (timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
-                              if kind == "local" else None)
+                    added = timed(
+                        [
+                            "aggregate",
+                            "--store",
+                            url,
+                            "--campaign",
+                            CAMPAIGN,
+                            "--run",
+                            f"run-{runs:04d}",
+                            "--out",
+                            str(out),
+                        ],
+                        env,
+                    )
+                    report = (
+                        timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
+                        if kind == "local" and n == max(sizes)
+                        else None
+                    )
                     rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, report))
-                    console.print(f"  read {read_s:.1f} s, full {full[0]:.1f} s, verify {verify[0]:.1f} s, "
-                                  f"add run {added[0]:.1f} s" + (f", report {report[0]:.1f} s" if report else ""))
+                    console.print(
+                        f"  read {read_s:.1f} s, full {full[0]:.1f} s, verify {verify[0]:.1f} s, "
+                        f"add run {added[0]:.1f} s" + (f", report {report[0]:.1f} s" if report else "")
+                    )
         finally:
             if minio:
                 minio.stop()
     table = Table(title="pvbench aggregation at scale (2 cores; each command in its own process; peak RSS)")
-    for col in ("store", "results", "MB", "read bytes", "full", "full ÷ read", "verify (nothing new)",
-                "add a run", "report build"):
+    for col in (
+        "store",
+        "results",
+        "MB",
+        "read bytes",
+        "full",
+        "full ÷ read",
+        "verify (nothing new)",
+        "add a run",
+        "report build",
+    ):
         table.add_column(col, justify="right")
     for kind, n, total, read_s, full, verify, added, report in rows:
-        table.add_row(kind, f"{n:,}", f"{total / 1e6:.0f}", f"{read_s:.1f} s", f"{full[0]:.1f} s · {full[1]:.2f} GiB",
-                      f"{full[0] / read_s:.1f}×", f"{verify[0]:.1f} s · {verify[1]:.2f} GiB",
-                      f"{added[0]:.1f} s · {added[1]:.2f} GiB",
-                      f"{report[0]:.0f} s · {report[1]:.2f} GiB" if report else "(same tables)")
+        table.add_row(
+            kind,
+            f"{n:,}",
+            f"{total / 1e6:.0f}",
+            f"{read_s:.1f} s",
+            f"{full[0]:.1f} s · {full[1]:.2f} GiB",
+            f"{full[0] / read_s:.1f}×",
+            f"{verify[0]:.1f} s · {verify[1]:.2f} GiB",
+            f"{added[0]:.1f} s · {added[1]:.2f} GiB",
+            f"{report[0]:.0f} s · {report[1]:.2f} GiB" if report else "–",
+        )
     console.print(table)
 
 

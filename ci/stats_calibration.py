@@ -22,11 +22,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sdk"))
 
 from pvbench.stats.calibration import (  # noqa: E402
-    Design, comparison_rows, format_table, summary_coverage, thesis_rows,
+    Design,
+    comparison_rows,
+    format_table,
+    summary_coverage,
+    thesis_rows,
 )
 
-SUMMARY_DESIGNS = [Design(4, 5, icc=0.0), Design(4, 5, icc=0.5), Design(4, 5, icc=0.8), Design(10, 3, icc=0.5),
-                   Design(1, 5, icc=0.0), Design(1, 5, icc=0.5)]
+SUMMARY_DESIGNS = [
+    Design(4, 5, icc=0.0),
+    Design(4, 5, icc=0.5),
+    Design(4, 5, icc=0.8),
+    Design(10, 3, icc=0.5),
+    Design(1, 5, icc=0.0),
+    Design(1, 5, icc=0.5),
+]
 
 
 def main() -> int:
@@ -53,13 +63,21 @@ def main() -> int:
             if r["detector"] not in worst or r["false_flag_rate"] > worst[r["detector"]]["false_flag_rate"]:
                 worst[r["detector"]] = r
         for detector, r in worst.items():
-            rows.append({"section": f"flag: {detector.replace('_', '-')}",
-                         "case": f"worst of {count[detector]} null designs: {r['design']}",
-                         "measure": "false flags per cell", "value": r["false_flag_rate"], "bound": "≤ 5%",
-                         "trials": r["trials"]})
+            rows.append(
+                {
+                    "section": f"flag: {detector.replace('_', '-')}",
+                    "case": f"worst of {count[detector]} null designs: {r['design']}",
+                    "measure": "false flags per cell",
+                    "value": r["false_flag_rate"],
+                    "bound": "≤ 5%",
+                    "trials": r["trials"],
+                }
+            )
     print(format_table(rows))
-    print(f"\n(α = 0.05, smallest meaningful change 5%, {args.trials} synthetic trials per row, seed {args.seed}; "
-          f"measured in {time.monotonic() - started:.0f} s)")
+    print(
+        f"\n(α = 0.05, smallest meaningful change 5%, {args.trials} synthetic trials per row, seed {args.seed}; "
+        f"measured in {time.monotonic() - started:.0f} s)"
+    )
     return 0
 
 

@@ -23,6 +23,8 @@ from hera.workflows import (
     S3Artifact,
     Task,
     WorkflowTemplate,
+)
+from hera.workflows import (
     models as m,
 )
 from hera.workflows.archive import NoneArchiveStrategy
@@ -258,13 +260,27 @@ with WorkflowTemplate(
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["validate", *MATRIX_ARGS, *TIMING_ARGS,
-              "--volume-size", WF("volume-size"), "--volume-timeout", WF("volume-timeout"),
-              "--outputs", c.VALIDATE_OUT_DIR],  # fmt: skip
+        args=[
+            "validate",
+            *MATRIX_ARGS,
+            *TIMING_ARGS,
+            "--volume-size",
+            WF("volume-size"),
+            "--volume-timeout",
+            WF("volume-timeout"),
+            "--outputs",
+            c.VALIDATE_OUT_DIR,
+        ],  # fmt: skip
         # The chart's limit (benchmark.maxStorageClasses), from its ConfigMap: a parameter of the
         # run cannot raise it. Optional: the rendered template alone uses pvbench's default.
-        env=[ConfigMapEnv(name=c.MAX_STORAGE_CLASSES_ENV, config_map_name=c.LIMITS_CONFIGMAP,
-                          config_map_key=c.MAX_STORAGE_CLASSES_KEY, optional=True)],
+        env=[
+            ConfigMapEnv(
+                name=c.MAX_STORAGE_CLASSES_ENV,
+                config_map_name=c.LIMITS_CONFIGMAP,
+                config_map_key=c.MAX_STORAGE_CLASSES_KEY,
+                optional=True,
+            )
+        ],
         security_context=STRICT,
         resources=SMALL,
         volumes=[tmp("64Mi")],
@@ -315,26 +331,50 @@ with WorkflowTemplate(
         command=["pvbench"],
         args=[
             "fio-step",
-            "--target", c.TARGET_DIR,
-            "--campaign", WF("campaign"),
-            "--run", "{{workflow.name}}",
-            "--occasion", WF("occasion"),
-            "--storage-class", IN("storage-class"),
-            "--profile", WF("profile"),
-            "--workload", IN("workload"),
-            "--rep", IN("rep"),
-            "--order", IN("order"),
-            "--seed", WF("seed"),
+            "--target",
+            c.TARGET_DIR,
+            "--campaign",
+            WF("campaign"),
+            "--run",
+            "{{workflow.name}}",
+            "--occasion",
+            WF("occasion"),
+            "--storage-class",
+            IN("storage-class"),
+            "--profile",
+            WF("profile"),
+            "--workload",
+            IN("workload"),
+            "--rep",
+            IN("rep"),
+            "--order",
+            IN("order"),
+            "--seed",
+            WF("seed"),
             *TIMING_ARGS,
-            "--out", c.CELL_OUT_DIR,
-            "--key", keys.cell_prefix(CAMPAIGN_KEY, "{{workflow.name}}", OCCASION_KEY, IN("storage-class"),
-                                      WF("profile"), IN("workload"), IN("rep")),
+            "--out",
+            c.CELL_OUT_DIR,
+            "--key",
+            keys.cell_prefix(
+                CAMPAIGN_KEY,
+                "{{workflow.name}}",
+                OCCASION_KEY,
+                IN("storage-class"),
+                WF("profile"),
+                IN("workload"),
+                IN("rep"),
+            ),
             "--cleanup",
-            "--label", "role=" + WF("role"),
-            "--label", "trigger=" + WF("trigger"),
-            "--label", "old-image=" + WF("old-image"),
-            "--label", "new-image=" + WF("new-image"),
-            "--label", "changed=" + WF("changed"),
+            "--label",
+            "role=" + WF("role"),
+            "--label",
+            "trigger=" + WF("trigger"),
+            "--label",
+            "old-image=" + WF("old-image"),
+            "--label",
+            "new-image=" + WF("new-image"),
+            "--label",
+            "changed=" + WF("changed"),
         ],  # fmt: skip
         env=[FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName")],  # recorded in each result
         security_context=STRICT,
@@ -378,8 +418,15 @@ with WorkflowTemplate(
                 name="result",
                 path=c.CELL_OUT_DIR,
                 # the store's key layout, with placeholders; fio-step checks it against the layout
-                key=keys.cell_prefix(CAMPAIGN_KEY, "{{workflow.name}}", OCCASION_KEY, IN("storage-class"),
-                                     WF("profile"), IN("workload"), IN("rep")),
+                key=keys.cell_prefix(
+                    CAMPAIGN_KEY,
+                    "{{workflow.name}}",
+                    OCCASION_KEY,
+                    IN("storage-class"),
+                    WF("profile"),
+                    IN("workload"),
+                    IN("rep"),
+                ),
                 archive=NoneArchiveStrategy(),
             )
         ],
@@ -395,15 +442,29 @@ with WorkflowTemplate(
     compacts = keys.campaign_compacts_prefix(CAMPAIGN_KEY)
     aggregate = Container(
         name="aggregate",
-        inputs=[run_results_artifact(optional=True),
-                # the first run of a campaign has no compacts yet
-                S3Artifact(name="compacts", path=f"{c.STORE_DIR}/{compacts}", key=compacts, optional=True)],
+        inputs=[
+            run_results_artifact(optional=True),
+            # the first run of a campaign has no compacts yet
+            S3Artifact(name="compacts", path=f"{c.STORE_DIR}/{compacts}", key=compacts, optional=True),
+        ],
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["aggregate", "--store", c.STORE_DIR, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
-              "--out", c.ANALYTICS_DIR, "--argo-failures", "{{workflow.failures}}",
-              "--argo-status", "{{workflow.status}}"],  # fmt: skip
+        args=[
+            "aggregate",
+            "--store",
+            c.STORE_DIR,
+            "--campaign",
+            WF("campaign"),
+            "--run",
+            "{{workflow.name}}",
+            "--out",
+            c.ANALYTICS_DIR,
+            "--argo-failures",
+            "{{workflow.failures}}",
+            "--argo-status",
+            "{{workflow.status}}",
+        ],  # fmt: skip
         security_context=STRICT,
         resources=TABLES,
         volumes=[tmp("4Gi")],
@@ -441,15 +502,27 @@ with WorkflowTemplate(
         # The run's values reach `locate` as arguments ("$@"), never inside the script: this
         # step runs even when validate refused them.
         command=["sh", "-c"],
-        args=[f'set -e; src="${{PVBENCH_REPORT_DIR:-/opt/pvbench/reports}}"; dst={c.REPORT_PROJECT_DIR}; '
-              f'mkdir -p "$dst"; cp -a "$src/." "$dst/"; export PVBENCH_REPORTS_DIR="$dst"; '
-              f'pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}; '
-              'exec pvbench report locate "$@"',
-              "report-locate",  # $0
-              "--key", report_key, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
-              "--namespace", "{{workflow.namespace}}", "--outputs", c.REPORT_OUT_DIR],  # fmt: skip
-        env=[ConfigMapEnv(name=env, config_map_name=c.REPORT_CONFIGMAP, config_map_key=key, optional=True)
-             for env, key in (("PVBENCH_REPORT_STORE", "store"), ("PVBENCH_REPORT_URL", "url"))],
+        args=[
+            f'set -e; src="${{PVBENCH_REPORT_DIR:-/opt/pvbench/reports}}"; dst={c.REPORT_PROJECT_DIR}; '
+            f'mkdir -p "$dst"; cp -a "$src/." "$dst/"; export PVBENCH_REPORTS_DIR="$dst"; '
+            f"pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}; "
+            'exec pvbench report locate "$@"',
+            "report-locate",  # $0
+            "--key",
+            report_key,
+            "--campaign",
+            WF("campaign"),
+            "--run",
+            "{{workflow.name}}",
+            "--namespace",
+            "{{workflow.namespace}}",
+            "--outputs",
+            c.REPORT_OUT_DIR,
+        ],  # fmt: skip
+        env=[
+            ConfigMapEnv(name=env, config_map_name=c.REPORT_CONFIGMAP, config_map_key=key, optional=True)
+            for env, key in (("PVBENCH_REPORT_STORE", "store"), ("PVBENCH_REPORT_URL", "url"))
+        ],
         security_context=STRICT,
         resources=REPORT,
         volumes=[tmp("4Gi")],
@@ -462,8 +535,9 @@ with WorkflowTemplate(
                 archive=NoneArchiveStrategy(),
             ),
             *[
-                Parameter(name=name, global_name=name,
-                          value_from=m.ValueFrom(path=f"{c.REPORT_OUT_DIR}/{name}", default=""))
+                Parameter(
+                    name=name, global_name=name, value_from=m.ValueFrom(path=f"{c.REPORT_OUT_DIR}/{name}", default="")
+                )
                 for name in (c.REPORT_LOCATION_OUTPUT, c.REPORT_URL_OUTPUT)
             ],
         ],
@@ -480,12 +554,27 @@ with WorkflowTemplate(
         action="delete",
         service_account_name=c.CLEANUP_SERVICE_ACCOUNT,
         executor=m.ExecutorConfig(service_account_name=c.CLEANUP_SERVICE_ACCOUNT),
-        pod_spec_patch=json.dumps({"containers": [{"name": "main", "resources": {
-            "requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]},
-            separators=(",", ":")),  # fmt: skip
-        flags=["pods", "--selector",
-               f"workflows.argoproj.io/workflow={{{{workflow.name}}}},{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK}",
-               "--ignore-not-found", "--wait=false"],  # fmt: skip
+        pod_spec_patch=json.dumps(
+            {
+                "containers": [
+                    {
+                        "name": "main",
+                        "resources": {
+                            "requests": {"cpu": "50m", "memory": "64Mi"},
+                            "limits": {"cpu": "500m", "memory": "256Mi"},
+                        },
+                    }
+                ]
+            },
+            separators=(",", ":"),
+        ),  # fmt: skip
+        flags=[
+            "pods",
+            "--selector",
+            f"workflows.argoproj.io/workflow={{{{workflow.name}}}},{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK}",
+            "--ignore-not-found",
+            "--wait=false",
+        ],  # fmt: skip
     )
 
     # Adaptive repetitions, step 1 of a round: is every cell precise enough yet? ci-check over
@@ -500,10 +589,29 @@ with WorkflowTemplate(
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["stats", "ci-check", "--store", c.STORE_DIR, "--campaign", WF("campaign"), "--run", "{{workflow.name}}",
-              "--target", WF("adaptive-target"), "--min-reps", str(c.ADAPTIVE_MIN_REPETITIONS),
-              "--max-reps", WF("adaptive-max-repetitions"), "--seed", WF("seed"), "--round", IN("round"),
-              "--exit-zero", "--outputs", c.CHECK_OUT_DIR],  # fmt: skip
+        args=[
+            "stats",
+            "ci-check",
+            "--store",
+            c.STORE_DIR,
+            "--campaign",
+            WF("campaign"),
+            "--run",
+            "{{workflow.name}}",
+            "--target",
+            WF("adaptive-target"),
+            "--min-reps",
+            str(c.ADAPTIVE_MIN_REPETITIONS),
+            "--max-reps",
+            WF("adaptive-max-repetitions"),
+            "--seed",
+            WF("seed"),
+            "--round",
+            IN("round"),
+            "--exit-zero",
+            "--outputs",
+            c.CHECK_OUT_DIR,
+        ],  # fmt: skip
         security_context=STRICT,
         resources=TABLES,
         volumes=[tmp("4Gi")],

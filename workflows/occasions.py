@@ -7,7 +7,8 @@ itself after N successful occasions. The chart can override schedules, timezone,
 the run parameters per occasion (values.yaml ``occasions``).
 """
 
-from hera.workflows import CronWorkflow, Parameter, models as m
+from hera.workflows import CronWorkflow, Parameter
+from hera.workflows import models as m
 
 from pvbench.argo import conventions as c
 

@@ -50,8 +50,12 @@ class Api:
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.server + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         with urllib.request.urlopen(req, context=self.ctx, timeout=20) as r:
             return json.loads(r.read() or b"{}")
 
@@ -80,8 +84,11 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
     pv = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": pv_name, "annotations": {ANN_PROVISIONED_BY: name},
-                     "labels": {"pvbench.io/storage-class": sc}},
+        "metadata": {
+            "name": pv_name,
+            "annotations": {ANN_PROVISIONED_BY: name},
+            "labels": {"pvbench.io/storage-class": sc},
+        },
         "spec": {
             "capacity": {"storage": request},
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
@@ -89,10 +96,20 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
             "storageClassName": sc,
             "volumeMode": "Filesystem",
             "local": {"path": str(directory)},
-            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": meta["namespace"],
-                         "name": meta["name"], "uid": meta["uid"]},
-            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+                    ]
+                }
+            },
         },
     }
     try:
@@ -135,16 +152,24 @@ def one_pass(api: Api, name: str, classes: dict[str, Path], media_root: Path | N
     existing = {pv["metadata"]["name"] for pv in pvs}
     for pv in pvs:
         ours = (pv["metadata"].get("annotations") or {}).get(ANN_PROVISIONED_BY) == name
-        if ours and pv.get("status", {}).get("phase") in ("Released", "Failed") \
-                and not pv["metadata"].get("deletionTimestamp"):
+        if (
+            ours
+            and pv.get("status", {}).get("phase") in ("Released", "Failed")
+            and not pv["metadata"].get("deletionTimestamp")
+        ):
             reclaim(api, classes, pv)
     for pvc in api.call("GET", "/api/v1/persistentvolumeclaims")["items"]:
         meta = pvc["metadata"]
         ann = meta.get("annotations") or {}
-        if (pvc.get("status", {}).get("phase") == "Pending" and not pvc["spec"].get("volumeName")
-                and pvc["spec"].get("storageClassName") in classes and ann.get(ANN_SELECTED_NODE)
-                and ann.get(ANN_PROVISIONER, name) == name and not meta.get("deletionTimestamp")
-                and f"pvc-{meta['uid']}" not in existing):
+        if (
+            pvc.get("status", {}).get("phase") == "Pending"
+            and not pvc["spec"].get("volumeName")
+            and pvc["spec"].get("storageClassName") in classes
+            and ann.get(ANN_SELECTED_NODE)
+            and ann.get(ANN_PROVISIONER, name) == name
+            and not meta.get("deletionTimestamp")
+            and f"pvc-{meta['uid']}" not in existing
+        ):
             provision(api, name, classes, pvc)
 
 

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import yaml
-
 from cli_helpers import PVBENCH_SCRIPT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,8 +52,12 @@ def dag_tasks(doc: dict, dag: str = "main") -> dict[str, dict]:
 def schema_dir() -> Path:
     """Strict schemas generated once per test session (ci/schemas/generate.py, ~3 s)."""
     out = Path(tempfile.mkdtemp(prefix="pvbench-schemas-")) / "schemas"
-    subprocess.run([sys.executable, str(REPO / "ci" / "schemas" / "generate.py"), str(out)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "ci" / "schemas" / "generate.py"), str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out
 
 
@@ -78,4 +81,3 @@ def helm_template(*values_files: Path, sets: tuple[str, ...] = ()) -> str:
     proc = helm(*args)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-

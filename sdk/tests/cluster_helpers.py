@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from argo_helpers import CHART, TEMPLATES, load_yaml_docs
 from conftest import MinioServer, free_port, tool
 
@@ -63,8 +62,14 @@ class Kube:
         self.server = cfg["clusters"][0]["cluster"]["server"]
         self.host = urllib.parse.urlparse(self.server).hostname  # the pod bridge's host address
 
-    def run(self, *args: str, input: str | None = None, check: bool = True, timeout: int = 120,
-            namespace: str | None = NAMESPACE) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: int = 120,
+        namespace: str | None = NAMESPACE,
+    ) -> subprocess.CompletedProcess:
         argv = [str(self.kubectl), "--kubeconfig", str(self.kubeconfig)]
         if namespace:
             argv += ["-n", namespace]
@@ -92,8 +97,15 @@ class Kube:
         return self.run("create", "-f", "-", input=_docs(objs), check=check)
 
     def delete(self, kind: str, name: str, wait: bool = True, namespace: str | None = NAMESPACE) -> None:
-        self.run("delete", kind, name, "--ignore-not-found", f"--wait={'true' if wait else 'false'}",
-                 namespace=namespace, timeout=180)
+        self.run(
+            "delete",
+            kind,
+            name,
+            "--ignore-not-found",
+            f"--wait={'true' if wait else 'false'}",
+            namespace=namespace,
+            timeout=180,
+        )
 
 
 def _docs(objs) -> str:
@@ -112,8 +124,10 @@ def kube_or_none() -> Kube | None:
 def require_kube() -> Kube:
     k = kube_or_none()
     if k is None:
-        msg = (f"no Kubernetes node (kubeconfig {KUBECONFIG}, kubectl {KUBECTL}): "
-               "run ci/cluster-stage.sh, or ci/cluster/up.sh first")
+        msg = (
+            f"no Kubernetes node (kubeconfig {KUBECONFIG}, kubectl {KUBECTL}): "
+            "run ci/cluster-stage.sh, or ci/cluster/up.sh first"
+        )
         if required():
             pytest.fail(msg)
         pytest.skip(msg)
@@ -155,8 +169,9 @@ class PodMinio(MinioServer):
 @functools.lru_cache(maxsize=1)
 def pod_minio() -> PodMinio:
     k = require_kube()
-    server = PodMinio(Path(tempfile.mkdtemp(prefix="pvbench-cluster-minio-")), port=free_port(),
-                      console_port=free_port(), host=k.host)
+    server = PodMinio(
+        Path(tempfile.mkdtemp(prefix="pvbench-cluster-minio-")), port=free_port(), console_port=free_port(), host=k.host
+    )
     server.start()
 
     def stop():
@@ -178,8 +193,9 @@ CSI_DAEMONSET = "csi-fakeplugin"
 
 
 def helm(*args: str, check: bool = True, timeout: int = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([tool("helm"), "--kubeconfig", str(KUBECONFIG), *args], capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [tool("helm"), "--kubeconfig", str(KUBECONFIG), *args], capture_output=True, text=True, timeout=timeout
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stderr}")
     return proc
@@ -203,9 +219,12 @@ def chart_values(minio: PodMinio) -> dict:
             # the events test posts three webhook calls in a row: the default (12 an hour, spaced
             # evenly) would hold the second one for 5 minutes
             "rateLimit": {"unit": "Minute", "requestsPerUnit": 120},
-            "csi": {"storageClasses": ["pvbench-tmpfs"],
-                    "workloads": [{"name": "fake-csi", "namespace": CSI_NAMESPACE, "kind": "DaemonSet",
-                                   "namePrefix": "csi-fake"}]},
+            "csi": {
+                "storageClasses": ["pvbench-tmpfs"],
+                "workloads": [
+                    {"name": "fake-csi", "namespace": CSI_NAMESPACE, "kind": "DaemonSet", "namePrefix": "csi-fake"}
+                ],
+            },
         },
     }
 
@@ -218,20 +237,39 @@ def installed_release() -> dict:
     k = require_kube()
     minio = pod_minio()
     minio.make_bucket(BUCKET)
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": S3_SECRET, "namespace": NAMESPACE},
-              "stringData": {"accesskey": minio.access_key, "secretkey": minio.secret_key}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": S3_SECRET, "namespace": NAMESPACE},
+        "stringData": {"accesskey": minio.access_key, "secretkey": minio.secret_key},
+    }
     csi_ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}}
-    unbindable = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                  "metadata": {"name": UNBINDABLE_CLASS, "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
-                  "provisioner": "pvbench.io/nobody-serves-this", "volumeBindingMode": "WaitForFirstConsumer"}
+    unbindable = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": UNBINDABLE_CLASS, "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
+        "provisioner": "pvbench.io/nobody-serves-this",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
     current = k.get("storageclass", UNBINDABLE_CLASS, namespace=None)
     if current and current["provisioner"] != unbindable["provisioner"]:  # fixed by an earlier session
         k.delete("storageclass", UNBINDABLE_CLASS, namespace=None)
     k.apply(secret, csi_ns, unbindable)
     values = Path(tempfile.mkdtemp(prefix="pvbench-values-")) / "values.yaml"
     values.write_text(yaml.safe_dump(chart_values(minio)))
-    proc = helm("upgrade", "--install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--wait", "--timeout", "3m",
-                "-f", str(values))
+    proc = helm(
+        "upgrade",
+        "--install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--wait",
+        "--timeout",
+        "3m",
+        "-f",
+        str(values),
+    )
     cm = k.json("get", "configmap", "pvbench-artifact-repository")
     repo = yaml.safe_load(cm["data"]["default"])
     return {"artifact_repository": repo, "helm_stdout": proc.stdout, "values": values}
@@ -244,8 +282,12 @@ def rendered_templates(name: str = "benchmark.yaml") -> list[dict]:
 # ------------------------------------------------------------------ workflows
 def argo(*args: str, check: bool = True, timeout: int = 120) -> subprocess.CompletedProcess:
     """The argo CLI (built with the engines), talking to the Kubernetes API as a user's would."""
-    proc = subprocess.run([tool("argo"), "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, *args],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [tool("argo"), "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"argo {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -255,10 +297,15 @@ def submit(parameters: dict[str, str], generate_name: str = "pvbench-ci-", label
     """A Workflow that references the installed WorkflowTemplate, as the Argo UI creates one."""
     k = require_kube()
     installed_release()
-    wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-          "metadata": {"generateName": generate_name, "namespace": NAMESPACE, "labels": labels or {}},
-          "spec": {"workflowTemplateRef": {"name": "pvbench-benchmark"},
-                   "arguments": {"parameters": [{"name": n, "value": v} for n, v in parameters.items()]}}}
+    wf = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": generate_name, "namespace": NAMESPACE, "labels": labels or {}},
+        "spec": {
+            "workflowTemplateRef": {"name": "pvbench-benchmark"},
+            "arguments": {"parameters": [{"name": n, "value": v} for n, v in parameters.items()]},
+        },
+    }
     out = k.run("create", "-f", "-", "-o", "name", input=json.dumps(wf)).stdout.strip()
     return out.split("/", 1)[1]
 
@@ -299,8 +346,11 @@ def run_pvcs_and_pvs(name: str) -> tuple[list[str], list[str]]:
     """PVCs labelled with the run, and PVs bound (or once bound) to a claim of the run."""
     k = require_kube()
     pvcs = [p["metadata"]["name"] for p in k.items("pvc", f"pvbench.io/workflow={name}")]
-    pvs = [p["metadata"]["name"] for p in k.items("pv", namespace=None)
-           if (p["spec"].get("claimRef") or {}).get("name", "").startswith(name)]
+    pvs = [
+        p["metadata"]["name"]
+        for p in k.items("pv", namespace=None)
+        if (p["spec"].get("claimRef") or {}).get("name", "").startswith(name)
+    ]
     return pvcs, pvs
 
 

@@ -36,22 +36,65 @@ SWEEP_CLASSES = {"nvme-tcp": 1.0, "rook-ceph-rbd": 0.35}
 LOAD = {"qd1": (1, 80.0), "qd32": (32, 420.0), "qd1x32": (32, 520.0), "p80": (16, 260.0)}
 
 
-def _doc(rng: random.Random, *, profile, test, storage_class, rep, order, started, metrics, timing, provisioner,
-         campaign=CAMPAIGN, run=None, occasion="weekday", labels=None):
+def _doc(
+    rng: random.Random,
+    *,
+    profile,
+    test,
+    storage_class,
+    rep,
+    order,
+    started,
+    metrics,
+    timing,
+    provisioner,
+    campaign=CAMPAIGN,
+    run=None,
+    occasion="weekday",
+    labels=None,
+):
     return ResultDocument(
-        identity=CellIdentity(campaign=campaign, run=run or f"{profile}-1", occasion=occasion,
-                              storage_class=storage_class, profile=profile, workload=test.name, rep=rep, order=order,
-                              labels=labels or {}),
-        workload=WorkloadSpec(rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes, iodepth=test.iodepth,
-                              numjobs=test.numjobs, rwmixread=test.rwmixread, fsync=test.fsync,
-                              ramp_s=timing.ramp_s, runtime_s=timing.runtime_s, size_bytes=timing.size_bytes,
-                              group=test.group, load=test.load, title=test.title,
-                              headline_metric=test.headline_metric),
-        provenance=Provenance(source="fio", pvbench_version="test", fio_version="fio-3.33",
-                              filesystem="ext4", provisioner=provisioner, node="worker-1",
-                              kernel="6.1.0-18-amd64", kubernetes_version="v1.31.4",
-                              started_at=started, ended_at=started + timedelta(seconds=timing.runtime_s),
-                              cpu_seconds=round(rng.uniform(2, 9), 2), notes={"seed": SEED}),
+        identity=CellIdentity(
+            campaign=campaign,
+            run=run or f"{profile}-1",
+            occasion=occasion,
+            storage_class=storage_class,
+            profile=profile,
+            workload=test.name,
+            rep=rep,
+            order=order,
+            labels=labels or {},
+        ),
+        workload=WorkloadSpec(
+            rw=test.rw,
+            bs=test.bs,
+            bs_bytes=test.bs_bytes,
+            iodepth=test.iodepth,
+            numjobs=test.numjobs,
+            rwmixread=test.rwmixread,
+            fsync=test.fsync,
+            ramp_s=timing.ramp_s,
+            runtime_s=timing.runtime_s,
+            size_bytes=timing.size_bytes,
+            group=test.group,
+            load=test.load,
+            title=test.title,
+            headline_metric=test.headline_metric,
+        ),
+        provenance=Provenance(
+            source="fio",
+            pvbench_version="test",
+            fio_version="fio-3.33",
+            filesystem="ext4",
+            provisioner=provisioner,
+            node="worker-1",
+            kernel="6.1.0-18-amd64",
+            kubernetes_version="v1.31.4",
+            started_at=started,
+            ended_at=started + timedelta(seconds=timing.runtime_s),
+            cpu_seconds=round(rng.uniform(2, 9), 2),
+            notes={"seed": SEED},
+        ),
         metrics=metrics,
     )
 
@@ -73,12 +116,31 @@ def _vshn(rng: random.Random) -> list[ResultDocument]:
                 iops = max(1.0, rng.gauss(iops, iops * rel))
                 direction = "read" if test.rw == "randread" else "write"
                 lat = test.iodepth / iops * 1e6
-                metrics = [DirectionMetrics(direction=direction, iops=iops, bw_mib_s=iops * test.bs_bytes / 2**20,
-                                            lat_mean_us=lat, lat_p99_us=lat * 2.5, lat_kind="clat")]
+                metrics = [
+                    DirectionMetrics(
+                        direction=direction,
+                        iops=iops,
+                        bw_mib_s=iops * test.bs_bytes / 2**20,
+                        lat_mean_us=lat,
+                        lat_p99_us=lat * 2.5,
+                        lat_kind="clat",
+                    )
+                ]
                 started = T0 + timedelta(hours=rep, minutes=order)
-                docs.append(_doc(rng, profile="vshn", test=test, storage_class=sc, rep=rep, order=order,
-                                 started=started, metrics=metrics, timing=profile.timing,
-                                 provisioner="rook-ceph.rbd.csi.ceph.com" if "ceph" in sc else "driver.longhorn.io"))
+                docs.append(
+                    _doc(
+                        rng,
+                        profile="vshn",
+                        test=test,
+                        storage_class=sc,
+                        rep=rep,
+                        order=order,
+                        started=started,
+                        metrics=metrics,
+                        timing=profile.timing,
+                        provisioner="rook-ceph.rbd.csi.ceph.com" if "ceph" in sc else "driver.longhorn.io",
+                    )
+                )
     return docs
 
 
@@ -98,13 +160,31 @@ def _sweep(rng: random.Random) -> list[ResultDocument]:
                         continue
                     iops = total * share * rng.uniform(0.97, 1.03)
                     dlat = lat * (1.25 if direction == "write" else 1.0)
-                    metrics.append(DirectionMetrics(direction=direction, iops=iops,
-                                                    bw_mib_s=iops * test.bs_bytes / 2**20, lat_mean_us=dlat,
-                                                    lat_p99_us=dlat * 2.7, lat_kind="clat"))
+                    metrics.append(
+                        DirectionMetrics(
+                            direction=direction,
+                            iops=iops,
+                            bw_mib_s=iops * test.bs_bytes / 2**20,
+                            lat_mean_us=dlat,
+                            lat_p99_us=dlat * 2.7,
+                            lat_kind="clat",
+                        )
+                    )
                 started = T0 + timedelta(days=1, hours=rep, minutes=2 * order)
-                docs.append(_doc(rng, profile="sweep", test=test, storage_class=sc, rep=rep, order=order,
-                                 started=started, metrics=metrics, timing=profile.timing,
-                                 provisioner="nvme.tcp.example.com" if sc == "nvme-tcp" else "rook-ceph.rbd.csi.ceph.com"))
+                docs.append(
+                    _doc(
+                        rng,
+                        profile="sweep",
+                        test=test,
+                        storage_class=sc,
+                        rep=rep,
+                        order=order,
+                        started=started,
+                        metrics=metrics,
+                        timing=profile.timing,
+                        provisioner="nvme.tcp.example.com" if sc == "nvme-tcp" else "rook-ceph.rbd.csi.ceph.com",
+                    )
+                )
     return docs
 
 
@@ -130,13 +210,35 @@ def _upgrade(rng: random.Random) -> list[ResultDocument]:
                     iops *= 0.75 if rep == 1 else 1.0
                     iops = rng.gauss(iops, iops * 0.03)
                     lat = test.iodepth / iops * 1e6
-                    metrics = [DirectionMetrics(direction=direction, iops=iops, bw_mib_s=iops * test.bs_bytes / 2**20,
-                                                lat_mean_us=lat, lat_p99_us=lat * 2.2, lat_kind="clat")]
+                    metrics = [
+                        DirectionMetrics(
+                            direction=direction,
+                            iops=iops,
+                            bw_mib_s=iops * test.bs_bytes / 2**20,
+                            lat_mean_us=lat,
+                            lat_p99_us=lat * 2.2,
+                            lat_kind="clat",
+                        )
+                    ]
                     started = T0.replace(hour=0) + timedelta(days=day, hours=hour, minutes=rep * len(tests) + order)
-                    docs.append(_doc(rng, profile="dbench", test=test, storage_class=UPGRADE_CLASS, rep=rep,
-                                     order=order, started=started, metrics=metrics, timing=profile.timing,
-                                     provisioner="local.csi.openebs.io", campaign="upgrade", run=run,
-                                     occasion=occasion, labels={"role": role}))
+                    docs.append(
+                        _doc(
+                            rng,
+                            profile="dbench",
+                            test=test,
+                            storage_class=UPGRADE_CLASS,
+                            rep=rep,
+                            order=order,
+                            started=started,
+                            metrics=metrics,
+                            timing=profile.timing,
+                            provisioner="local.csi.openebs.io",
+                            campaign="upgrade",
+                            run=run,
+                            occasion=occasion,
+                            labels={"role": role},
+                        )
+                    )
     return docs
 
 

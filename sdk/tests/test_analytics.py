@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-
 from pvbench.analytics import AnalyticsError, discover_models
-from pvbench.pipeline import aggregate, build_tables
 from pvbench.analytics.runner import analytics_dir
+from pvbench.pipeline import aggregate, build_tables
 from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
 from pvbench.store import open_store
 
@@ -47,8 +46,9 @@ def test_import_reproduces_table_6_1(thesis_store):
     assert len(got) == 40
     for metric_prefix, expected in TABLE_6_1.items():
         for solution, printed in zip(SOLUTIONS, expected):
-            [(label, (mean, n, unit))] = [(w, v) for (w, sc), v in got.items()
-                                         if sc == solution and w.startswith(metric_prefix)]
+            [(label, (mean, n, unit))] = [
+                (w, v) for (w, sc), v in got.items() if sc == solution and w.startswith(metric_prefix)
+            ]
             assert n == 20
             # to the printed precision: within half a unit of the last printed decimal
             # (the table prints most cells with 2 decimals; 86.425 with 3)
@@ -60,10 +60,18 @@ def test_import_reproduces_table_6_1(thesis_store):
 
 def test_summary_statistics_match_scipy(thesis_store):
     con = build_tables(open_store(thesis_store), "thesis")
-    values = np.array([v for (v,) in con.execute(
-        "select value from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS'").fetchall()])
-    row = con.execute("select n, mean, sd, cv, median, q1, q3, min, max, ci95_low, ci95_high from summary "
-                      "where storage_class = 'OpenEBS' and workload = 'Random read IOPS'").fetchone()
+    values = np.array(
+        [
+            v
+            for (v,) in con.execute(
+                "select value from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
+            ).fetchall()
+        ]
+    )
+    row = con.execute(
+        "select n, mean, sd, cv, median, q1, q3, min, max, ci95_low, ci95_high from summary "
+        "where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
+    ).fetchone()
     n, mean, sd, cv, median, q1, q3, lo, hi, ci_lo, ci_hi = row
     assert n == len(values) == 20
     assert mean == pytest.approx(values.mean()) and sd == pytest.approx(values.std(ddof=1))
@@ -71,14 +79,24 @@ def test_summary_statistics_match_scipy(thesis_store):
     assert (median, q1, q3) == pytest.approx(tuple(np.percentile(values, [50, 25, 75])))
     assert (lo, hi) == (values.min(), values.max())
     # the CI stands on the 4 occasion means (k − 1 = 3 degrees of freedom), not on 20 values
-    occasion_means = np.array([m for (m,) in con.execute(
-        "select avg(value) from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS' "
-        "group by run, occasion").fetchall()])
+    occasion_means = np.array(
+        [
+            m
+            for (m,) in con.execute(
+                "select avg(value) from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS' "
+                "group by run, occasion"
+            ).fetchall()
+        ]
+    )
     assert len(occasion_means) == 4
     expected = stats.t.interval(0.95, 3, loc=occasion_means.mean(), scale=stats.sem(occasion_means))
     assert (ci_lo, ci_hi) == pytest.approx(expected, rel=1e-6)
-    assert con.execute("select ci_basis from summary where storage_class = 'OpenEBS' "
-                       "and workload = 'Random read IOPS'").fetchone()[0] == "4 occasions"
+    assert (
+        con.execute(
+            "select ci_basis from summary where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
+        ).fetchone()[0]
+        == "4 occasions"
+    )
 
 
 def test_raw_layer_schema_matches_the_pydantic_model():
@@ -139,8 +157,9 @@ def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store, tmp_p
 def test_empty_store_is_a_clear_error(tmp_path):
     with pytest.raises(AnalyticsError, match="no results in"):
         aggregate(open_store(tmp_path), "nothing")
-    proc = subprocess.run(PVBENCH + ["aggregate", "--store", str(tmp_path), "--campaign", "x"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        PVBENCH + ["aggregate", "--store", str(tmp_path), "--campaign", "x"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "no results in" in proc.stderr
 
 
@@ -156,8 +175,12 @@ def test_each_cell_counted_once_and_bad_documents_named(tmp_path, thesis_store):
     copy = store / "results" / "campaign=thesis" / "a-copy" / "result.json"
     copy.parent.mkdir(parents=True)
     shutil.copyfile(store / keys[0], copy)
-    bad = {"empty": "", "foo": '{"foo": 1}', "v2": '{"schema_version": "pvbench.result/v2"}',
-           "cut": (store / keys[1]).read_text()[:50]}
+    bad = {
+        "empty": "",
+        "foo": '{"foo": 1}',
+        "v2": '{"schema_version": "pvbench.result/v2"}',
+        "cut": (store / keys[1]).read_text()[:50],
+    }
     for name, text in bad.items():
         path = store / "results" / "campaign=thesis" / name / "result.json"
         path.parent.mkdir(parents=True)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import pvbench
+from test_step import step
+
 from pvbench.argo.failures import parse_failures
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.profiles import load_profile, resolve_timing
-from test_step import step
 
 MATRIX = ["--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--storage-classes", '["fast","slow"]']
 
@@ -43,9 +43,26 @@ def test_profile_means_the_profiles_own_timing():
 
 def test_validate_writes_the_cell_deadline_for_argo(tmp_path):
     out = tmp_path / "out"
-    proc = run("validate", *MATRIX, "--profiles", "dbench", "--repetitions", "3", "--ramp", "profile",
-               "--runtime", "profile", "--size", "profile", "--volume-size", "10Gi", "--volume-timeout", "5m",
-               "--outputs", str(out))
+    proc = run(
+        "validate",
+        *MATRIX,
+        "--profiles",
+        "dbench",
+        "--repetitions",
+        "3",
+        "--ramp",
+        "profile",
+        "--runtime",
+        "profile",
+        "--size",
+        "profile",
+        "--volume-size",
+        "10Gi",
+        "--volume-timeout",
+        "5m",
+        "--outputs",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     seconds = int((out / "cell-timeout").read_text().removesuffix("s"))
     # dbench: 2 s ramp + 15 s runtime: 300 s volume wait + twice fio's 17 s + the largest cell's files
@@ -57,53 +74,133 @@ def test_validate_writes_the_cell_deadline_for_argo(tmp_path):
 
 def test_validate_checks_only_the_tests_the_run_measures():
     """A 1 GiB file per job does not fit 32 jobs in 10Gi: only the tests with 32 jobs are refused."""
-    small = run("validate", *MATRIX, "--profiles", "sweep", "--tests", "randread-4k-qd1", "--size", "1G",
-                "--volume-size", "10Gi")
+    small = run(
+        "validate",
+        *MATRIX,
+        "--profiles",
+        "sweep",
+        "--tests",
+        "randread-4k-qd1",
+        "--size",
+        "1G",
+        "--volume-size",
+        "10Gi",
+    )
     assert small.returncode == 0, small.stderr
-    big = run("validate", *MATRIX, "--profiles", "sweep", "--tests", "randread-4k-qd1x32", "--size", "1G",
-              "--volume-size", "10Gi")
+    big = run(
+        "validate",
+        *MATRIX,
+        "--profiles",
+        "sweep",
+        "--tests",
+        "randread-4k-qd1x32",
+        "--size",
+        "1G",
+        "--volume-size",
+        "10Gi",
+    )
     assert big.returncode == 2 and "does not fit" in big.stderr and "randread-4k-qd1x32" in big.stderr
 
 
 def test_fio_step_refuses_an_upload_key_the_layout_would_not_give(tmp_path):
-    proc = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=other/profile=dbench/"
-                "workload=randread-lat/rep=2")
+    proc = step(
+        tmp_path,
+        "--key",
+        "results/campaign=c1/run=r1/occasion=night/storage_class=other/profile=dbench/workload=randread-lat/rep=2",
+    )
     assert proc.returncode == 2 and "the template and pvbench disagree" in proc.stderr
     assert not list((tmp_path / "target").glob("pvbench-fio.*")), "fio must not have run"
-    ok = step(tmp_path, "--key", "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=dbench/"
-              "workload=randread-lat/rep=2", "--out", str(tmp_path / "out"))
+    ok = step(
+        tmp_path,
+        "--key",
+        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=dbench/workload=randread-lat/rep=2",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert ok.returncode == 0, ok.stderr
 
 
 # What Argo passes as {{workflow.failures}}: the JSON list, quoted as a JSON string.
-ARGO_FAILURES = json.dumps(json.dumps([
-    {"displayName": "benchmark(1:order:1,rep:1,storage_class:slow,workload:randread-iops)", "message": "timeout",
-     "templateName": "benchmark-cell", "phase": "Failed", "podName": "wf-1-benchmark-cell-1",
-     "finishedAt": "2026-11-22T10:00:00Z"},
-    {"displayName": 'benchmark(2:{"order":2,"rep":2,"storage_class":"fast","workload":"randread-iops"})',
-     "message": "pod deleted", "templateName": "benchmark-cell", "phase": "Error", "podName": "wf-1-benchmark-cell-2",
-     "finishedAt": "2026-11-22T10:01:00Z"},
-    {"displayName": "wf-1", "message": "child 'wf-1-123' failed", "templateName": "main", "phase": "Failed",
-     "podName": "wf-1", "finishedAt": "2026-11-22T10:02:00Z"},
-    {"displayName": "benchmark", "message": "", "templateName": "benchmark-cell", "phase": "Failed",
-     "podName": "wf-1-benchmark", "finishedAt": "2026-11-22T10:02:00Z"},
-]))
+ARGO_FAILURES = json.dumps(
+    json.dumps(
+        [
+            {
+                "displayName": "benchmark(1:order:1,rep:1,storage_class:slow,workload:randread-iops)",
+                "message": "timeout",
+                "templateName": "benchmark-cell",
+                "phase": "Failed",
+                "podName": "wf-1-benchmark-cell-1",
+                "finishedAt": "2026-11-22T10:00:00Z",
+            },
+            {
+                "displayName": 'benchmark(2:{"order":2,"rep":2,"storage_class":"fast","workload":"randread-iops"})',
+                "message": "pod deleted",
+                "templateName": "benchmark-cell",
+                "phase": "Error",
+                "podName": "wf-1-benchmark-cell-2",
+                "finishedAt": "2026-11-22T10:01:00Z",
+            },
+            {
+                "displayName": "wf-1",
+                "message": "child 'wf-1-123' failed",
+                "templateName": "main",
+                "phase": "Failed",
+                "podName": "wf-1",
+                "finishedAt": "2026-11-22T10:02:00Z",
+            },
+            {
+                "displayName": "benchmark",
+                "message": "",
+                "templateName": "benchmark-cell",
+                "phase": "Failed",
+                "podName": "wf-1-benchmark",
+                "finishedAt": "2026-11-22T10:02:00Z",
+            },
+        ]
+    )
+)
 
 
 def test_argo_failures_become_cells_with_their_messages():
     rows = parse_failures(ARGO_FAILURES)
     assert [(r["storage_class"], r["workload"], r["rep"], r["phase"], r["message"]) for r in rows] == [
-        ("slow", "randread-iops", 1, "Failed", "timeout"), ("fast", "randread-iops", 2, "Error", "pod deleted")]
+        ("slow", "randread-iops", 1, "Failed", "timeout"),
+        ("fast", "randread-iops", 2, "Error", "pod deleted"),
+    ]
     assert parse_failures('"null"') == parse_failures("") == []
 
 
 def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     store, out = tmp_path / "store", tmp_path / "tables"
-    cell = step(tmp_path, "--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--storage-class", "fast",
-                "--store", str(store))
+    cell = step(
+        tmp_path,
+        "--campaign",
+        "CI",
+        "--run",
+        "wf-1",
+        "--occasion",
+        "adhoc",
+        "--storage-class",
+        "fast",
+        "--store",
+        str(store),
+    )
     assert cell.returncode == 0, cell.stderr
-    proc = run("aggregate", "--store", str(store), "--campaign", "CI", "--run", "wf-1", "--out", str(out),
-               "--argo-failures", ARGO_FAILURES, "--argo-status", "Failed")
+    proc = run(
+        "aggregate",
+        "--store",
+        str(store),
+        "--campaign",
+        "CI",
+        "--run",
+        "wf-1",
+        "--out",
+        str(out),
+        "--argo-failures",
+        ARGO_FAILURES,
+        "--argo-status",
+        "Failed",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "failed slow · randread-iops rep 1: Failed: timeout" in " ".join(proc.stderr.split())
     rows = pq.read_table(out / "report_failures.parquet").to_pylist()
@@ -111,8 +208,19 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
 
 
 def test_aggregate_with_nothing_stored_says_what_failed(tmp_path):
-    proc = run("aggregate", "--store", str(tmp_path / "empty"), "--campaign", "CI", "--run", "wf-1",
-               "--out", str(tmp_path / "t"), "--argo-failures", ARGO_FAILURES)
+    proc = run(
+        "aggregate",
+        "--store",
+        str(tmp_path / "empty"),
+        "--campaign",
+        "CI",
+        "--run",
+        "wf-1",
+        "--out",
+        str(tmp_path / "t"),
+        "--argo-failures",
+        ARGO_FAILURES,
+    )
     assert proc.returncode == 1 and "no results" in proc.stderr and "timeout" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -126,11 +234,37 @@ def test_a_garbled_failures_list_is_a_clear_error(text, tmp_path):
 def test_ci_check_next_items_are_fan_out_items(tmp_path):
     store = tmp_path / "store"
     for rep in (1, 2):
-        proc = step(tmp_path, "--campaign", "CI", "--run", "wf-1", "--occasion", "adhoc", "--rep", str(rep),
-                    "--store", str(store))
+        proc = step(
+            tmp_path,
+            "--campaign",
+            "CI",
+            "--run",
+            "wf-1",
+            "--occasion",
+            "adhoc",
+            "--rep",
+            str(rep),
+            "--store",
+            str(store),
+        )
         assert proc.returncode == 0, proc.stderr
-    proc = run("stats", "ci-check", "--store", str(store), "--campaign", "CI", "--run", "wf-1", "--target", "0.001",
-               "--exit-zero", "--outputs", str(tmp_path / "check"), "--seed", "1")
+    proc = run(
+        "stats",
+        "ci-check",
+        "--store",
+        str(store),
+        "--campaign",
+        "CI",
+        "--run",
+        "wf-1",
+        "--target",
+        "0.001",
+        "--exit-zero",
+        "--outputs",
+        str(tmp_path / "check"),
+        "--seed",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     items = json.loads((tmp_path / "check" / "next.json").read_text())
     assert items == [{"storage_class": "fast-ssd", "workload": "randread-lat", "rep": 3, "order": items[0]["order"]}]
@@ -145,10 +279,14 @@ def test_the_guard_fails_only_unscheduled_cell_pods_past_their_deadline():
 
     now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
     made = (now - timedelta(seconds=100)).isoformat().replace("+00:00", "Z")
-    pod = {"metadata": {"name": "wf-benchmark-cell-1", "creationTimestamp": made},
-           "spec": {"activeDeadlineSeconds": 95, "volumes": [{"name": "tmp", "emptyDir": {}},
-                                                             {"name": "target", "ephemeral": {}}]},
-           "status": {"phase": "Pending"}}
+    pod = {
+        "metadata": {"name": "wf-benchmark-cell-1", "creationTimestamp": made},
+        "spec": {
+            "activeDeadlineSeconds": 95,
+            "volumes": [{"name": "tmp", "emptyDir": {}}, {"name": "target", "ephemeral": {}}],
+        },
+        "status": {"phase": "Pending"},
+    }
     assert overdue(pod, now) == pytest.approx(5)
     assert overdue({**pod, "spec": {**pod["spec"], "activeDeadlineSeconds": 120}}, now) is None  # not yet
     assert overdue({**pod, "spec": {**pod["spec"], "nodeName": "n1"}}, now) is None  # the kubelet's

@@ -10,7 +10,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-
 from argo_helpers import PVBENCH
 
 
@@ -22,8 +21,12 @@ def fake_argo_server():
         def do_POST(self):  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-            reply = json.dumps({"metadata": {"name": "pvbench-benchmark-abc12", "namespace": "bench"},
-                                "spec": {"workflowTemplateRef": {"name": "pvbench-benchmark"}}}).encode()
+            reply = json.dumps(
+                {
+                    "metadata": {"name": "pvbench-benchmark-abc12", "namespace": "bench"},
+                    "spec": {"workflowTemplateRef": {"name": "pvbench-benchmark"}},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(reply)))
@@ -42,14 +45,27 @@ def fake_argo_server():
 
 def submit(host, *args, env=None):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("ARGO_TOKEN")} | (env or {})
-    return subprocess.run([PVBENCH, "argo", "submit", "--host", host, "--namespace", "bench", *args],
-                          capture_output=True, text=True, timeout=60, env=full_env)
+    return subprocess.run(
+        [PVBENCH, "argo", "submit", "--host", host, "--namespace", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=full_env,
+    )
 
 
 def test_submit_sends_the_template_and_parameters(fake_argo_server):
     host, seen = fake_argo_server
-    proc = submit(host, "-p", 'storage-classes=["gp3","io2"]', "-p", "repetitions=5",
-                  "--label", "pvbench.io/role=baseline", env={"ARGO_TOKEN": "s3cret"})
+    proc = submit(
+        host,
+        "-p",
+        'storage-classes=["gp3","io2"]',
+        "-p",
+        "repetitions=5",
+        "--label",
+        "pvbench.io/role=baseline",
+        env={"ARGO_TOKEN": "s3cret"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "pvbench-benchmark-abc12"
     [req] = seen
@@ -60,8 +76,10 @@ def test_submit_sends_the_template_and_parameters(fake_argo_server):
     assert opts["labels"] == "pvbench.io/role=baseline"
 
 
-@pytest.mark.parametrize("param, message", [("repetitons=3", "unknown parameter 'repetitons'"),
-                                            ("profile=fast", "is not one of ['dbench', 'vshn', 'sweep']")])
+@pytest.mark.parametrize(
+    "param, message",
+    [("repetitons=3", "unknown parameter 'repetitons'"), ("profile=fast", "is not one of ['dbench', 'vshn', 'sweep']")],
+)
 def test_submit_rejects_bad_parameters_before_any_request(fake_argo_server, param, message):
     host, seen = fake_argo_server
     proc = submit(host, "-p", param)

@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from argo_helpers import (
     ALL_ON_VALUES,
     CHART,
@@ -31,6 +30,7 @@ from argo_helpers import (
     templates_by_name,
     tool_path,
 )
+
 from pvbench.argo.render import CHART_FILES, REPORT_PROFILES, render_all, render_module, render_report_profiles
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES
@@ -78,8 +78,11 @@ def test_render_check_fails_on_a_hand_edit(tmp_path):
     labels.write_text(labels.read_text().replace('"QD32"', '"QD 32"'))
     proc = subprocess.run([PVBENCH, "argo", "render", "--check", "--root", str(root)], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert "retryPolicy: Always" in proc.stdout and '"QD 32"' in proc.stdout and "2 rendered file(s) differ" in \
-        proc.stderr.replace("\n", " ")
+    assert (
+        "retryPolicy: Always" in proc.stdout
+        and '"QD 32"' in proc.stdout
+        and "2 rendered file(s) differ" in proc.stderr.replace("\n", " ")
+    )
     proc = subprocess.run([PVBENCH, "argo", "render", "--root", str(root)], capture_output=True, text=True)
     assert proc.returncode == 0 and "retryPolicy: Always" not in edited.read_text()
     assert labels.read_text() == render_report_profiles()
@@ -107,8 +110,10 @@ def test_benchmark_template_shape():
     patch = json.loads(cell["podSpecPatch"])
     [vol] = patch["volumes"]
     assert vol["name"] == "target"
-    assert vol["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == \
-        "{{workflow.parameters.volume-size}}"
+    assert (
+        vol["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"]
+        == "{{workflow.parameters.volume-size}}"
+    )
     # A deadline from validate; no retry (a retried pod template would lose the deadline while pending).
     assert cell["timeout"] == "{{workflow.outputs.parameters.cell-timeout}}"
     assert "retryStrategy" not in cell
@@ -122,8 +127,10 @@ def test_benchmark_template_shape():
     # One pod at a time, one run at a time per node selection, cell pods gone as they finish.
     assert spec["parallelism"] == 1
     assert spec["synchronization"]["mutexes"][0]["name"] == "pvbench-node-{{workflow.parameters.node-value}}"
-    assert spec["podGC"] == {"strategy": "OnPodCompletion",
-                             "labelSelector": {"matchLabels": {"pvbench.io/component": "benchmark"}}}
+    assert spec["podGC"] == {
+        "strategy": "OnPodCompletion",
+        "labelSelector": {"matchLabels": {"pvbench.io/component": "benchmark"}},
+    }
     assert cell["metadata"]["labels"] == {"pvbench.io/component": "benchmark"}
     assert cell["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     # The exit handler: cleanup of pods left pending, aggregate (with Argo's failures) -> report.
@@ -183,14 +190,22 @@ def test_artifact_keys_come_from_the_layout():
     # the run's compact goes back beside the campaign's other compacts, which come in (none at first)
     assert compact["s3"]["key"] == layout.compact_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
     assert compacts["s3"]["key"] == layout.compact_prefix("zzc").replace("zzc", campaign) and compacts["optional"]
-    assert compact["path"].endswith("/" + compact["s3"]["key"]) and compacts["path"].endswith("/" + compacts["s3"]["key"])
+    assert compact["path"].endswith("/" + compact["s3"]["key"]) and compacts["path"].endswith(
+        "/" + compacts["s3"]["key"]
+    )
     # one set of tables and one report per campaign, not per run
     assert tables["s3"]["key"] == layout.analytics_prefix("zzc").replace("zzc", campaign)
     assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"] == layout.report_prefix("zzc").replace("zzc", campaign)
     [result] = tpl["benchmark-cell"]["outputs"]["artifacts"]
-    fill = {"campaign": campaign, "run": run, "occasion": "{{=lower(workflow.parameters.occasion)}}",
-            "sc": "{{inputs.parameters.storage-class}}", "profile": "{{workflow.parameters.profile}}",
-            "workload": "{{inputs.parameters.workload}}", "rep": "{{inputs.parameters.rep}}"}
+    fill = {
+        "campaign": campaign,
+        "run": run,
+        "occasion": "{{=lower(workflow.parameters.occasion)}}",
+        "sc": "{{inputs.parameters.storage-class}}",
+        "profile": "{{workflow.parameters.profile}}",
+        "workload": "{{inputs.parameters.workload}}",
+        "rep": "{{inputs.parameters.rep}}",
+    }
     key = layout.cell_prefix(*[f"zz{k}zz" for k in fill])
     for k, v in fill.items():
         key = key.replace(f"zz{k}zz", v)
@@ -233,8 +248,15 @@ def test_helm_template_output_is_valid_strictly(values):
     if values:
         assert {"CronWorkflow", "EventSource", "Sensor", "ClusterRole"} <= set(kinds)
     else:
-        assert kinds == ["ConfigMap", "Deployment", "Role", "RoleBinding", "Secret", "ServiceAccount",
-                         "WorkflowTemplate"]
+        assert kinds == [
+            "ConfigMap",
+            "Deployment",
+            "Role",
+            "RoleBinding",
+            "Secret",
+            "ServiceAccount",
+            "WorkflowTemplate",
+        ]
     proc = kubeconform(stdin=out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout
@@ -277,11 +299,21 @@ def test_chart_rules_are_least_privilege():
     [sensor_role] = [d for d in out if d["kind"] == "Role" and d["metadata"]["name"] == "pvbench-sensor"]
     assert sensor_role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
     # Only the cleanup identity may delete, and only pods (their ephemeral PVCs go by owner reference).
-    deleters = {d["metadata"]["name"]: r["resources"] for d in out if d["kind"] in ("Role", "ClusterRole")
-                for r in d["rules"] if "delete" in r["verbs"]}
+    deleters = {
+        d["metadata"]["name"]: r["resources"]
+        for d in out
+        if d["kind"] in ("Role", "ClusterRole")
+        for r in d["rules"]
+        if "delete" in r["verbs"]
+    }
     assert deleters == {"pvbench-cleanup": ["pods"]}, deleters
-    assert not [r for d in out if d["kind"] in ("Role", "ClusterRole") for r in d["rules"]
-                if "persistentvolumeclaims" in r["resources"] and set(r["verbs"]) - {"get", "list", "watch"}]
+    assert not [
+        r
+        for d in out
+        if d["kind"] in ("Role", "ClusterRole")
+        for r in d["rules"]
+        if "persistentvolumeclaims" in r["resources"] and set(r["verbs"]) - {"get", "list", "watch"}
+    ]
 
 
 # ---------------------------------------------------------------- what each pod may use (issue 10)
@@ -337,8 +369,11 @@ def test_step_containers_get_no_token_and_the_executor_its_own():
         token = secrets[f"{sa}.service-account-token"]  # where Argo looks for the executor's token
         assert token["type"] == "kubernetes.io/service-account-token"
         assert token["metadata"]["annotations"]["kubernetes.io/service-account.name"] == sa
-        assert {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
-                "verbs": ["create", "patch"]} in roles[sa]["rules"]
+        assert {
+            "apiGroups": ["argoproj.io"],
+            "resources": ["workflowtaskresults"],
+            "verbs": ["create", "patch"],
+        } in roles[sa]["rules"]
         assert bindings[sa]["subjects"][0]["name"] == sa
     # the pods' own identity holds nothing and mounts nothing
     assert sas["pvbench-workflow"]["automountServiceAccountToken"] is False
@@ -349,8 +384,11 @@ def test_validate_reads_the_charts_limit_from_its_config_map():
     tpl = templates_by_name(benchmark_template())
     [env] = tpl["validate"]["container"]["env"]
     assert env["name"] == "PVBENCH_MAX_STORAGE_CLASSES"
-    assert env["valueFrom"]["configMapKeyRef"] == {"name": "pvbench-limits", "key": "max-storage-classes",
-                                                   "optional": True}
+    assert env["valueFrom"]["configMapKeyRef"] == {
+        "name": "pvbench-limits",
+        "key": "max-storage-classes",
+        "optional": True,
+    }
     out = load_yaml_docs(helm_template(sets=("benchmark.maxStorageClasses=3",)))
     [cm] = [d for d in out if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pvbench-limits"]
     assert cm["data"] == {"max-storage-classes": "3"}
@@ -386,10 +424,14 @@ def test_events_are_bounded():
         (("benchmark.parameters.ramp=1s",), 'ramp="1s" is not one of profile, 2s'),
         (("benchmark.maxStorageClasses=0",), "minimum"),
         (("benchmark.maxStorageClasses=65",), "maximum"),
-        (("benchmark.maxStorageClasses=1", 'benchmark.parameters.storage-classes=a\\,b'),
-         "benchmark.parameters: storage-classes names 2 classes, more than benchmark.maxStorageClasses=1"),
-        (("benchmark.maxStorageClasses=1", "events.enabled=true", "events.csi.storageClasses={a,b}"),
-         "events.csi.storageClasses names 2 classes, more than benchmark.maxStorageClasses=1"),
+        (
+            ("benchmark.maxStorageClasses=1", "benchmark.parameters.storage-classes=a\\,b"),
+            "benchmark.parameters: storage-classes names 2 classes, more than benchmark.maxStorageClasses=1",
+        ),
+        (
+            ("benchmark.maxStorageClasses=1", "events.enabled=true", "events.csi.storageClasses={a,b}"),
+            "events.csi.storageClasses names 2 classes, more than benchmark.maxStorageClasses=1",
+        ),
         (("events.rateLimit.unit=Day",), "rateLimit/unit"),
     ],
 )
@@ -399,7 +441,6 @@ def test_chart_rejects_bad_values(sets, message):
         args += ["--set", s]
     proc = helm(*args)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
-
 
 
 # ---------------------------------------------------------------- upstream validators
@@ -417,8 +458,9 @@ def test_argo_lint_accepts_the_charts_workflows(values, tmp_path):
     """Argo's own validation (what the controller applies when a run starts), offline."""
     docs = load_yaml_docs(helm_template(*([values] if values else [])))
     files = _lint_files(tmp_path, docs, {"WorkflowTemplate", "CronWorkflow"})
-    proc = subprocess.run([tool_path("argo"), "lint", "--offline", *map(str, files)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [tool_path("argo"), "lint", "--offline", *map(str, files)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no linting errors found" in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
 
@@ -428,12 +470,12 @@ def test_argo_lint_rejects_a_templated_quantity(tmp_path):
     doc = benchmark_template()
     cell = templates_by_name(doc)["benchmark-cell"]
     [target] = [v for v in cell["volumes"] if v["name"] == "target"]
-    target["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] = \
+    target["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] = (
         "{{workflow.parameters.volume-size}}"
+    )
     f = tmp_path / "bad.yaml"
     f.write_text(yaml.safe_dump(doc))
-    proc = subprocess.run([tool_path("argo"), "lint", "--offline", str(f)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([tool_path("argo"), "lint", "--offline", str(f)], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "quantities must match" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
@@ -441,8 +483,9 @@ def test_argo_events_lint_accepts_the_event_sources_and_sensor(tmp_path):
     docs = load_yaml_docs(helm_template(ALL_ON_VALUES))
     files = _lint_files(tmp_path, docs, {"EventSource", "Sensor"})
     assert len(files) == 3
-    proc = subprocess.run([tool_path("argo-events"), "lint", "--strict", *map(str, files)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [tool_path("argo-events"), "lint", "--strict", *map(str, files)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from argo_helpers import CHART, load_yaml_docs
 from cluster_helpers import NAMESPACE, RELEASE, argo, helm, installed_release, require_kube, wait_until
 
@@ -33,14 +32,22 @@ def test_the_real_engines_run_in_the_namespace():
         d = k.json("get", "deployment", deploy)
         assert d["status"].get("availableReplicas") == 1, (deploy, d["status"])
         images[deploy] = d["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert images == {"workflow-controller": "quay.io/argoproj/workflow-controller:v3.7.18",
-                      "argo-server": "quay.io/argoproj/argocli:v3.7.18",
-                      "controller-manager": "quay.io/argoproj/argo-events:v1.9.11"}
+    assert images == {
+        "workflow-controller": "quay.io/argoproj/workflow-controller:v3.7.18",
+        "argo-server": "quay.io/argoproj/argocli:v3.7.18",
+        "controller-manager": "quay.io/argoproj/argo-events:v1.9.11",
+    }
     bus = k.json("get", "eventbus", "default")
     assert bus["spec"]["jetstreamExotic"]["url"].startswith("nats://")
     crds = {c["metadata"]["name"] for c in k.items("crd", namespace=None)}
-    assert {"workflows.argoproj.io", "workflowtemplates.argoproj.io", "cronworkflows.argoproj.io",
-            "eventsources.argoproj.io", "sensors.argoproj.io", "eventbus.argoproj.io"} <= crds
+    assert {
+        "workflows.argoproj.io",
+        "workflowtemplates.argoproj.io",
+        "cronworkflows.argoproj.io",
+        "eventsources.argoproj.io",
+        "sensors.argoproj.io",
+        "eventbus.argoproj.io",
+    } <= crds
 
 
 def test_helm_install_created_every_object_of_the_chart(manifest):
@@ -48,8 +55,10 @@ def test_helm_install_created_every_object_of_the_chart(manifest):
     kinds = {d["kind"] for d in manifest}
     assert ARGO_KINDS <= kinds, kinds
     assert len([d for d in manifest if d["kind"] == "CronWorkflow"]) == 3
-    assert sorted(d["metadata"]["name"] for d in manifest if d["kind"] == "EventSource") == \
-        ["pvbench-resources", "pvbench-webhook"]
+    assert sorted(d["metadata"]["name"] for d in manifest if d["kind"] == "EventSource") == [
+        "pvbench-resources",
+        "pvbench-webhook",
+    ]
     for doc in manifest:
         ns = doc["metadata"].get("namespace", NAMESPACE)
         assert k.get(doc["kind"], doc["metadata"]["name"], namespace=ns), f"{doc['kind']}/{doc['metadata']['name']}"
@@ -74,10 +83,11 @@ def test_events_controller_runs_every_event_source_and_the_sensor(manifest):
     wanted = [("eventsource-name", d["metadata"]["name"]) for d in manifest if d["kind"] == "EventSource"]
     wanted += [("sensor-name", d["metadata"]["name"]) for d in manifest if d["kind"] == "Sensor"]
     for label, name in wanted:
+
         def ready():
             pods = k.items("pod", f"{label}={name}")
-            return pods and all(
-                c.get("ready") for p in pods for c in p["status"].get("containerStatuses") or [{}])
+            return pods and all(c.get("ready") for p in pods for c in p["status"].get("containerStatuses") or [{}])
+
         wait_until(f"a ready pod of {label}={name}", ready, 120)
 
 
@@ -96,5 +106,8 @@ def test_the_executor_tokens_are_filled_in(manifest):
     the chart makes and Kubernetes' token controller fills in (every step pod needs it)."""
     k = require_kube()
     for sa in ("pvbench-executor", "pvbench-cleanup"):
-        wait_until(f"the token of {sa}", lambda: (k.json("get", "secret", f"{sa}.service-account-token")
-                                                   .get("data") or {}).get("token"), 60)
+        wait_until(
+            f"the token of {sa}",
+            lambda: (k.json("get", "secret", f"{sa}.service-account-token").get("data") or {}).get("token"),
+            60,
+        )

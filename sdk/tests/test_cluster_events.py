@@ -18,7 +18,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from cluster_helpers import CSI_NAMESPACE, NAMESPACE, installed_release, require_kube, wait_until
 
 pytestmark = [pytest.mark.cluster]
@@ -46,11 +45,19 @@ def forget(runs: list[dict]) -> None:
 def ready():
     k = require_kube()
     installed_release()
-    for label in ("eventsource-name=pvbench-resources", "eventsource-name=pvbench-webhook",
-                  "sensor-name=pvbench"):
-        wait_until(f"a ready pod {label}", lambda: all(
-            c.get("ready") for p in k.items("pod", label) or [{}]
-            for c in (p.get("status", {}).get("containerStatuses") or [{}])) and k.items("pod", label), 120)
+    for label in ("eventsource-name=pvbench-resources", "eventsource-name=pvbench-webhook", "sensor-name=pvbench"):
+        wait_until(
+            f"a ready pod {label}",
+            lambda: (
+                all(
+                    c.get("ready")
+                    for p in k.items("pod", label) or [{}]
+                    for c in (p.get("status", {}).get("containerStatuses") or [{}])
+                )
+                and k.items("pod", label)
+            ),
+            120,
+        )
     time.sleep(5)  # informers' initial listing (afterStart filters it) has passed
 
 
@@ -65,9 +72,13 @@ def _candidate(wf: dict, trigger: str) -> None:
 
 def test_a_new_storage_class_starts_one_candidate_run_on_it():
     k = require_kube()
-    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-          "metadata": {"name": "pvbench-ci-new", "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
-          "provisioner": "pvbench.io/local-media", "volumeBindingMode": "WaitForFirstConsumer"}
+    sc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "pvbench-ci-new", "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
+        "provisioner": "pvbench.io/local-media",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
     k.delete("storageclass", "pvbench-ci-new", namespace=None)
     k.apply(sc)
     [wf] = wait_until("a run for the new StorageClass", lambda: candidate_runs("storageclass"), 60)
@@ -84,12 +95,21 @@ def test_a_new_storage_class_starts_one_candidate_run_on_it():
 
 def _daemonset(image: str) -> dict:
     # no node matches: the DaemonSet never runs a pod, its object is all the event source watches
-    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": "csi-fakeplugin", "namespace": CSI_NAMESPACE},
-            "spec": {"selector": {"matchLabels": {"app": "csi-fakeplugin"}},
-                     "template": {"metadata": {"labels": {"app": "csi-fakeplugin"}},
-                                  "spec": {"nodeSelector": {"pvbench.io/no-such-node": "true"},
-                                           "containers": [{"name": "plugin", "image": image}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "csi-fakeplugin", "namespace": CSI_NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"app": "csi-fakeplugin"}},
+            "template": {
+                "metadata": {"labels": {"app": "csi-fakeplugin"}},
+                "spec": {
+                    "nodeSelector": {"pvbench.io/no-such-node": "true"},
+                    "containers": [{"name": "plugin", "image": image}],
+                },
+            },
+        },
+    }
 
 
 def test_a_csi_image_change_starts_one_run_and_status_writes_start_none():
@@ -116,8 +136,12 @@ def test_a_csi_image_change_starts_one_run_and_status_writes_start_none():
 def _post(body: dict, token: str | None) -> int:
     k = require_kube()
     [pod] = k.items("pod", "eventsource-name=pvbench-webhook")
-    req = urllib.request.Request(f"http://{pod['status']['podIP']}:12000/pvbench", data=json.dumps(body).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://{pod['status']['podIP']}:12000/pvbench",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:

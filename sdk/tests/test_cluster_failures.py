@@ -16,7 +16,6 @@ import threading
 import time
 
 import pytest
-
 from cluster_helpers import (
     BUCKET,
     NAMESPACE,
@@ -34,6 +33,7 @@ from cluster_helpers import (
     wait_workflow,
     workflow,
 )
+
 from pvbench.store.layout import RESULT_FILE, analytics_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -43,8 +43,16 @@ CLASSES = ["pvbench-xfs", UNBINDABLE_CLASS, "pvbench-tmpfs"]
 LOST = "pvbench-xfs"  # the class whose cell pod is deleted mid-run
 # runtime 20 s: the lost cell's pod is deleted while fio surely runs, and more than 10 s after
 # Argo made it (Argo makes a pod lost in its first 10 s again: RECENTLY_STARTED_POD_DURATION)
-PARAMS = {**QUICK, "runtime": "20s", "campaign": CAMPAIGN, "storage-classes": json.dumps(CLASSES), "profile": "dbench",
-          "tests": "randread-iops", "repetitions": "1", "seed": "5"}
+PARAMS = {
+    **QUICK,
+    "runtime": "20s",
+    "campaign": CAMPAIGN,
+    "storage-classes": json.dumps(CLASSES),
+    "profile": "dbench",
+    "tests": "randread-iops",
+    "repetitions": "1",
+    "seed": "5",
+}
 CRON = "pvbench-weekend"
 
 
@@ -73,9 +81,17 @@ def scenario():
     def lose_a_pod():  # in the background: the cells' order is random, the cron's minute is not ours
         def running():  # fio runs, Argo knows it, and made the pod over 12 s ago (see PARAMS)
             pod = _running_cell_pod(f_name, LOST)
-            return pod if pod and any(
-                n["phase"] == "Running" and f"storage_class:{LOST}" in n["displayName"]
-                and time.time() - _t(n["startedAt"]) > 12 for n in cell_nodes(workflow(f_name))) else None
+            return (
+                pod
+                if pod
+                and any(
+                    n["phase"] == "Running"
+                    and f"storage_class:{LOST}" in n["displayName"]
+                    and time.time() - _t(n["startedAt"]) > 12
+                    for n in cell_nodes(workflow(f_name))
+                )
+                else None
+            )
 
         pod = wait_until(f"F's {LOST} cell to run fio", running, 400, every=0.5)
         k.delete("pod", pod["metadata"]["name"], wait=False)
@@ -84,7 +100,15 @@ def scenario():
     killer = threading.Thread(target=lose_a_pod, daemon=True)
     killer.start()
     # the chart's weekend occasion, made due every minute while F holds the node
-    k.run("patch", "cronworkflow", CRON, "--type", "merge", "-p", json.dumps({"spec": {"schedules": ["* * * * *"], "suspend": False}}))
+    k.run(
+        "patch",
+        "cronworkflow",
+        CRON,
+        "--type",
+        "merge",
+        "-p",
+        json.dumps({"spec": {"schedules": ["* * * * *"], "suspend": False}}),
+    )
     try:
         [c_wf] = wait_until("the CronWorkflow to start a run", _cron_runs, 150)
         facts["C"] = c_wf["metadata"]["name"]
@@ -93,8 +117,13 @@ def scenario():
     # C waits for the node's mutex while F runs
     facts["C_waited"] = wait_until(
         "C to wait for the node mutex",
-        lambda: "lock" in (workflow(facts["C"]).get("status", {}).get("message") or "").lower()
-        and workflow(facts["C"])["status"]["message"], 120, every=1)
+        lambda: (
+            "lock" in (workflow(facts["C"]).get("status", {}).get("message") or "").lower()
+            and workflow(facts["C"])["status"]["message"]
+        ),
+        120,
+        every=1,
+    )
     t0 = time.monotonic()
     facts["F_wf"] = wait_workflow(f_name)
     facts["F_seconds"] = time.monotonic() - t0
@@ -106,13 +135,25 @@ def scenario():
     # the operator fixes the class (its provisioner cannot change: delete, create), then `argo retry`:
     # the failed cells again, then the exit handler again
     k.delete("storageclass", UNBINDABLE_CLASS, namespace=None)
-    k.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-             "metadata": {"name": UNBINDABLE_CLASS, "annotations": {"pvbench.io/medium": "tmpfs"},
-                          "labels": {"app.kubernetes.io/part-of": "pvbench-ci"}},
-             "provisioner": "pvbench.io/local-media", "volumeBindingMode": "WaitForFirstConsumer"})
+    k.apply(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": UNBINDABLE_CLASS,
+                "annotations": {"pvbench.io/medium": "tmpfs"},
+                "labels": {"app.kubernetes.io/part-of": "pvbench-ci"},
+            },
+            "provisioner": "pvbench.io/local-media",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
     # the new class is a storage change: the Sensor starts a candidate run on it, not this test's business
-    for wf in wait_until("the candidate run for the fixed class", lambda: require_kube().items(
-            "workflow", "pvbench.io/trigger=storageclass"), 60):
+    for wf in wait_until(
+        "the candidate run for the fixed class",
+        lambda: require_kube().items("workflow", "pvbench.io/trigger=storageclass"),
+        60,
+    ):
         k.delete("workflow", wf["metadata"]["name"], wait=False)
     argo("retry", f_name)
     wait_until("F to run again", lambda: workflow(f_name)["status"]["phase"] == "Running", 60, every=1)
@@ -146,8 +187,11 @@ def test_the_unbindable_volume_fails_its_cell_within_its_deadline(scenario):
     [deadline] = [p["value"] for p in wf["status"]["outputs"]["parameters"] if p["name"] == "cell-timeout"]
     # when it failed: its own finishedAt, or (Argo leaves it unset for a pod that never ran) when the
     # next step of the run started
-    later = sorted(_t(n["startedAt"]) for n in nodes(wf) if n.get("startedAt") and n["type"] == "Pod"
-                   and _t(n["startedAt"]) > _t(cell["startedAt"]))
+    later = sorted(
+        _t(n["startedAt"])
+        for n in nodes(wf)
+        if n.get("startedAt") and n["type"] == "Pod" and _t(n["startedAt"]) > _t(cell["startedAt"])
+    )
     took = (_t(cell["finishedAt"]) if cell.get("finishedAt") else later[0]) - _t(cell["startedAt"])
     print(f"\nunbindable cell: {cell['message']!r} after {took:.0f} s (deadline {deadline})")
     # the guard looks every 10 s; Argo notices the pod's new phase at once
@@ -166,8 +210,11 @@ def test_the_lost_pod_errors_its_cell_and_the_other_cell_is_measured(scenario):
 
 def test_aggregate_and_report_still_run_and_name_what_failed(scenario):
     wf = scenario["F_wf"]
-    ran = {n["templateName"]: n["phase"] for n in nodes(wf) if n["type"] == "Pod"
-           and n["templateName"] in ("aggregate", "report", "cleanup")}
+    ran = {
+        n["templateName"]: n["phase"]
+        for n in nodes(wf)
+        if n["type"] == "Pod" and n["templateName"] in ("aggregate", "report", "cleanup")
+    }
     assert ran == {"aggregate": "Succeeded", "report": "Succeeded", "cleanup": "Succeeded"}, describe(wf)
     failed = {(f["storage_class"], f["phase"]) for f in scenario["F_failures"] if f["is_cell"]}
     assert failed == {(LOST, "Error"), (UNBINDABLE_CLASS, "Failed")}, scenario["F_failures"]
@@ -193,7 +240,8 @@ def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario
     # it ran after F had released the node
     f_end = scenario["F_wf"]["status"]["finishedAt"]
     assert wf["status"]["startedAt"] >= f_end or any(
-        n["templateName"] == "validate" and n["startedAt"] >= f_end for n in nodes(wf)), (f_end, describe(wf))
+        n["templateName"] == "validate" and n["startedAt"] >= f_end for n in nodes(wf)
+    ), (f_end, describe(wf))
 
 
 def test_argo_retry_reruns_the_failed_cells_and_counts_nothing_twice(scenario):

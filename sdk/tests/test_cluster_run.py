@@ -15,7 +15,6 @@ import json
 import subprocess
 
 import pytest
-
 from cli_helpers import PVBENCH_SCRIPT
 from cluster_helpers import (
     BUCKET,
@@ -32,6 +31,7 @@ from cluster_helpers import (
     run_pvcs_and_pvs,
     wait_until,
 )
+
 from pvbench.results import ResultDocument
 from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, compact_prefix, report_prefix, results_prefix
 
@@ -64,8 +64,15 @@ def test_every_step_ran_on_the_real_engine(run):
         if n["type"] == "Pod":
             ran[n["templateName"]] = ran.get(n["templateName"], 0) + 1
     # 2 classes x 1 test x 2 reps, then round 1 adds a 3rd rep to each; round 2 finds the cap
-    assert ran == {"validate": 1, "expand": 1, "benchmark-cell": 6, "adaptive-check": 2, "cleanup": 1,
-                   "aggregate": 1, "report": 1}, ran
+    assert ran == {
+        "validate": 1,
+        "expand": 1,
+        "benchmark-cell": 6,
+        "adaptive-check": 2,
+        "cleanup": 1,
+        "aggregate": 1,
+        "report": 1,
+    }, ran
     # the recursion: round 1 (main's `adaptive`), round 2 (its next-round), round 2's next-round skipped
     rounds = sorted((n["displayName"], n["phase"]) for n in nodes(run["wf"]) if n.get("templateName") == "adaptive")
     assert rounds[0] == ("adaptive", "Succeeded") and rounds[2] == ("next-round", "Succeeded"), rounds
@@ -75,8 +82,11 @@ def test_every_step_ran_on_the_real_engine(run):
 def test_results_land_under_the_layout_keys(run):
     minio, name = run["minio"], run["name"]
     keys = [k for k in minio.keys(BUCKET, results_prefix(PARAMS["campaign"], name) + "/") if k.endswith(RESULT_FILE)]
-    expected = sorted(CellKey(PARAMS["campaign"], name, "adhoc", sc, "dbench", "randread-iops", rep).result_key()
-                      for sc in CLASSES for rep in (1, 2, 3))
+    expected = sorted(
+        CellKey(PARAMS["campaign"], name, "adhoc", sc, "dbench", "randread-iops", rep).result_key()
+        for sc in CLASSES
+        for rep in (1, 2, 3)
+    )
     assert sorted(keys) == expected
     for key in keys:
         doc = ResultDocument.from_json(minio.client().get_object(BUCKET, key).read())
@@ -101,7 +111,8 @@ def test_tables_and_report_land_beside_them(run):
     # the run's results compacted once, beside the campaign's other runs' compacts
     compact = compact_prefix(PARAMS["campaign"], name)
     assert {f"{compact}/{f}" for f in ("result_rows.parquet", "documents.parquet", "failures.parquet")} <= set(
-        minio.keys(BUCKET, compact + "/"))
+        minio.keys(BUCKET, compact + "/")
+    )
     docs = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{compact}/documents.parquet").read()))
     assert docs.num_rows == 6 and set(docs.column("problem").to_pylist()) == {None}
     summary = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/summary.parquet").read()))
@@ -142,9 +153,28 @@ def test_pvbench_submit_creates_the_run_through_argo_server():
     from the WorkflowTemplate with the given parameters and labels. Deleted at once: the run
     above already measured."""
     k = require_kube()
-    proc = subprocess.run([PVBENCH, "submit", "--host", argo_server_url(), "--insecure", "--namespace", NAMESPACE,
-                           "-p", "storage-classes=[\"pvbench-tmpfs\"]", "-p", "profile=vshn", "-p", "repetitions=1",
-                           "--label", "pvbench.io/ci=submit"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            PVBENCH,
+            "submit",
+            "--host",
+            argo_server_url(),
+            "--insecure",
+            "--namespace",
+            NAMESPACE,
+            "-p",
+            'storage-classes=["pvbench-tmpfs"]',
+            "-p",
+            "profile=vshn",
+            "-p",
+            "repetitions=1",
+            "--label",
+            "pvbench.io/ci=submit",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     name = proc.stdout.strip()
     try:
@@ -156,6 +186,10 @@ def test_pvbench_submit_creates_the_run_through_argo_server():
         assert wf["metadata"]["labels"]["workflows.argoproj.io/workflow-template"] == "pvbench-benchmark"
     finally:
         k.delete("workflow", name, wait=False)
-    bad = subprocess.run([PVBENCH, "submit", "--host", argo_server_url(), "--insecure", "-p", "repetitions=4"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [PVBENCH, "submit", "--host", argo_server_url(), "--insecure", "-p", "repetitions=4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "not one of" in bad.stderr  # checked before anything is sent

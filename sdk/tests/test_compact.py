@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from stats_helpers import T0, doc, write
 
 from pvbench.analytics.compact import list_compacts
 from pvbench.analytics.resources import duckdb_settings, parse_size
@@ -17,13 +18,21 @@ from pvbench.analytics.runner import connect
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE
-from stats_helpers import T0, doc, write
 
 
 def night(run: str, day: int, level: float = 1000.0, reps: int = 3) -> list:
-    return [doc(run=run, occasion=f"night-{day}", storage_class=sc, rep=rep, value=base * (1 + rep / 100),
-                started=T0 + timedelta(days=day, minutes=rep))
-            for sc, base in (("fast", level), ("slow", level / 2)) for rep in range(1, reps + 1)]
+    return [
+        doc(
+            run=run,
+            occasion=f"night-{day}",
+            storage_class=sc,
+            rep=rep,
+            value=base * (1 + rep / 100),
+            started=T0 + timedelta(days=day, minutes=rep),
+        )
+        for sc, base in (("fast", level), ("slow", level / 2))
+        for rep in range(1, reps + 1)
+    ]
 
 
 class CountingStore:
@@ -89,13 +98,22 @@ def test_the_runs_compact_keeps_its_failures_and_a_run_that_stored_nothing_is_na
     write(tmp_path, night("n1", 1))
     store = open_store(str(tmp_path))
     aggregate(store, "syn")
-    failure = {"node": "benchmark(0:…)", "template": "benchmark-cell", "phase": "Failed", "message": "timeout",
-               "storage_class": "slow", "workload": "randread-iops", "rep": 4, "finished_at": None}
+    failure = {
+        "node": "benchmark(0:…)",
+        "template": "benchmark-cell",
+        "phase": "Failed",
+        "message": "timeout",
+        "storage_class": "slow",
+        "workload": "randread-iops",
+        "rep": 4,
+        "finished_at": None,
+    }
     aggregate(store, "syn", run="n2", failures=[failure])  # n2: every cell failed
     aggregate(store, "syn")  # a later aggregation still shows what failed in n2
     con = build_tables(store, "syn", extras=False)
     assert con.execute("select run, storage_class, message from report_failures").fetchall() == [
-        ("n2", "slow", "timeout")]
+        ("n2", "slow", "timeout")
+    ]
 
 
 def test_duckdb_gets_what_the_process_may_use(monkeypatch):

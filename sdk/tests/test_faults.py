@@ -2,7 +2,6 @@
 a clear one-line error before anything runs, never a traceback, nothing lost or counted twice."""
 
 import pytest
-
 from faults import Ctx, all_cases
 
 CASES = all_cases()

@@ -34,16 +34,19 @@ def test_colon_is_escaped_as_fio_documents():
     assert "directory=/m/c\\:d\n" in job
 
 
-@pytest.mark.parametrize("path, why", [
-    ("/m/a\nexec_prerun=touch x", "line break"),
-    ("/m/a\rb", "line break"),
-    ("/m/${HOME}", "'$'"),
-    ("/m/$ncpus", "'$'"),
-    ("/m/a;b", "comment"),
-    ("/m/a#b", "comment"),
-    ("/m/a\\b", "escape"),
-    ("/m/a ", "whitespace"),
-])
+@pytest.mark.parametrize(
+    "path, why",
+    [
+        ("/m/a\nexec_prerun=touch x", "line break"),
+        ("/m/a\rb", "line break"),
+        ("/m/${HOME}", "'$'"),
+        ("/m/$ncpus", "'$'"),
+        ("/m/a;b", "comment"),
+        ("/m/a#b", "comment"),
+        ("/m/a\\b", "escape"),
+        ("/m/a ", "whitespace"),
+    ],
+)
 def test_paths_fio_would_reinterpret_are_refused(path, why):
     with pytest.raises(ProfileError, match=re.escape(why)):
         fio_path(path)
@@ -91,16 +94,19 @@ def test_write_probe_never_replaces_a_user_file(tmp_path):
 
 
 # ------------------------------------------------------------------ profile files are never echoed
-@pytest.mark.parametrize("text", [
-    f"{SECRET}\n",                                   # a token: no section header
-    f"[global]\nsize=x\n[job]\nrw=read\n{SECRET}\n[x\n",  # a line that is no option
-    f"[default]\niodepth={SECRET}\n",                # a credentials file: a bad number
-    f"[default]\nrw={SECRET}\n",                     # not an rw fio knows
-    f"[default]\nbs={SECRET}\n",
-    f"[global]\nruntime={SECRET}\n[j]\n",
-    f"[global]\nsize={SECRET}\n[j]\n",
-    f"[{SECRET} {SECRET}]\nrw=nope\n",               # even a section name that looks like data
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{SECRET}\n",  # a token: no section header
+        f"[global]\nsize=x\n[job]\nrw=read\n{SECRET}\n[x\n",  # a line that is no option
+        f"[default]\niodepth={SECRET}\n",  # a credentials file: a bad number
+        f"[default]\nrw={SECRET}\n",  # not an rw fio knows
+        f"[default]\nbs={SECRET}\n",
+        f"[global]\nruntime={SECRET}\n[j]\n",
+        f"[global]\nsize={SECRET}\n[j]\n",
+        f"[{SECRET} {SECRET}]\nrw=nope\n",  # even a section name that looks like data
+    ],
+)
 def test_profile_file_errors_never_print_its_content(tmp_path, text):
     path = tmp_path / "token"
     path.write_text(text)
@@ -139,15 +145,22 @@ def test_argo_template_choices_are_within_the_bound():
 
 
 def _config(tmp_path, **over) -> Path:
-    cfg = {"campaign": "c", "store": str(tmp_path / "store"), "spool": str(tmp_path / "spool"),
-           "storage_classes": {"a": str(tmp_path / "a")}, "occasions": ["one", "two"], **over}
+    cfg = {
+        "campaign": "c",
+        "store": str(tmp_path / "store"),
+        "spool": str(tmp_path / "spool"),
+        "storage_classes": {"a": str(tmp_path / "a")},
+        "occasions": ["one", "two"],
+        **over,
+    }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
 
 
-@pytest.mark.parametrize("over", [{"repetitions": MAX_REPETITIONS + 1},
-                                  {"adaptive": {"max_repetitions": MAX_REPETITIONS + 1}}])
+@pytest.mark.parametrize(
+    "over", [{"repetitions": MAX_REPETITIONS + 1}, {"adaptive": {"max_repetitions": MAX_REPETITIONS + 1}}]
+)
 def test_local_config_repetitions_are_bounded(tmp_path, over):
     with pytest.raises(ConfigError, match="repetitions"):
         load_config(_config(tmp_path, **over))
@@ -205,5 +218,7 @@ def test_sigterm_stops_fio_and_removes_its_temp_files(tmp_path, monkeypatch, fio
     assert not fio_left.strip()
     assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
     # and the signal is spent: fio runs again in this process (local mode's next run, a test)
-    run_fio(render_jobfile(profile, [profile.test("randread-lat")], resolve_timing(profile, "0s", "200ms", "1M"),
-                           target), 60)
+    run_fio(
+        render_jobfile(profile, [profile.test("randread-lat")], resolve_timing(profile, "0s", "200ms", "1M"), target),
+        60,
+    )

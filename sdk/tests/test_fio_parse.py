@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from pvbench.fio.parse import (
     direction_metrics,
     fio_percentile_threshold,
@@ -20,8 +21,13 @@ from pvbench.fio.parse import (
 def _job(bins, iops, bw_bytes):
     n = sum(bins.values())
     mean = sum(int(k) * v for k, v in bins.items()) / n
-    side = {"iops": iops, "bw_bytes": bw_bytes, "io_bytes": bw_bytes, "runtime": 1000,
-            "lat_ns": {"N": n, "mean": mean, "bins": {str(k): v for k, v in bins.items()}}}
+    side = {
+        "iops": iops,
+        "bw_bytes": bw_bytes,
+        "io_bytes": bw_bytes,
+        "runtime": 1000,
+        "lat_ns": {"N": n, "mean": mean, "bins": {str(k): v for k, v in bins.items()}},
+    }
     empty = {"iops": 0, "bw_bytes": 0, "io_bytes": 0, "runtime": 0}
     return {"jobname": "x", "read": side, "write": empty}
 
@@ -47,10 +53,12 @@ def test_percentile_rule():
 
 def test_matches_fio_for_a_real_single_job(tmp_path):
     job = tmp_path / "j.fio"
-    job.write_text(f"[a]\nioengine=libaio\ndirect=1\ndirectory={tmp_path}\nsize=8M\nrw=randrw\nbs=4k\n"
-                   "iodepth=4\ntime_based\nruntime=500ms\nlat_percentiles=1\npercentile_list=50:90:99:99.9\n")
+    job.write_text(
+        f"[a]\nioengine=libaio\ndirect=1\ndirectory={tmp_path}\nsize=8M\nrw=randrw\nbs=4k\n"
+        "iodepth=4\ntime_based\nruntime=500ms\nlat_percentiles=1\npercentile_list=50:90:99:99.9\n"
+    )
     out = subprocess.run(["fio", "--output-format=json+", str(job)], capture_output=True, text=True, check=True)
-    raw = json.loads(out.stdout[out.stdout.find("{"):])
+    raw = json.loads(out.stdout[out.stdout.find("{") :])
     metrics = {m.direction: m for m in direction_metrics(raw)}
     for direction in ("read", "write"):
         side = raw["jobs"][0][direction]
@@ -64,10 +72,12 @@ def test_matches_fio_for_a_real_single_job(tmp_path):
 
 def test_multi_job_run_sums_jobs(tmp_path):
     job = tmp_path / "j.fio"
-    job.write_text(f"[a]\nioengine=libaio\ndirect=1\ndirectory={tmp_path}\nsize=8M\nrw=randread\nbs=4k\n"
-                   "iodepth=2\nnumjobs=3\ntime_based\nruntime=500ms\nlat_percentiles=1\n")
+    job.write_text(
+        f"[a]\nioengine=libaio\ndirect=1\ndirectory={tmp_path}\nsize=8M\nrw=randread\nbs=4k\n"
+        "iodepth=2\nnumjobs=3\ntime_based\nruntime=500ms\nlat_percentiles=1\n"
+    )
     out = subprocess.run(["fio", "--output-format=json+", str(job)], capture_output=True, text=True, check=True)
-    raw = json.loads(out.stdout[out.stdout.find("{"):])
+    raw = json.loads(out.stdout[out.stdout.find("{") :])
     assert len(raw["jobs"]) == 3
     [m] = direction_metrics(raw)
     assert abs(m.iops - sum(j["read"]["iops"] for j in raw["jobs"])) < 1e-6
@@ -95,18 +105,29 @@ def test_percentile_threshold_matches_c_long_double(tmp_path):
     if not cc or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("needs a C compiler on x86-64")
     src = tmp_path / "th.c"
-    src.write_text('#include <stdio.h>\nint main(void){double p; unsigned long long nr;\n'
-                   'while (scanf("%lf %llu", &p, &nr) == 2) {long double th = (long double) p / 100.0 * nr;\n'
-                   'unsigned long long f = (unsigned long long) th; printf("%llu %d\\n", f, (long double) f == th);}\n'
-                   'return 0;}\n')
+    src.write_text(
+        "#include <stdio.h>\nint main(void){double p; unsigned long long nr;\n"
+        'while (scanf("%lf %llu", &p, &nr) == 2) {long double th = (long double) p / 100.0 * nr;\n'
+        'unsigned long long f = (unsigned long long) th; printf("%llu %d\\n", f, (long double) f == th);}\n'
+        "return 0;}\n"
+    )
     subprocess.run([cc, "-O0", str(src), "-o", str(tmp_path / "th")], check=True)
     rng = random.Random(7)
     fio_list = [1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99]
-    cases = [(rng.choice([rng.choice(fio_list), round(rng.uniform(0.01, 100), rng.randint(0, 6))]),
-              rng.choice([rng.randint(1, 10**4) * 1000, rng.randint(1, 2**40), rng.randint(1, 10**6)]))
-             for _ in range(2000)]
-    out = subprocess.run([str(tmp_path / "th")], input="\n".join(f"{p!r} {n}" for p, n in cases),
-                         capture_output=True, text=True, check=True).stdout.split()
+    cases = [
+        (
+            rng.choice([rng.choice(fio_list), round(rng.uniform(0.01, 100), rng.randint(0, 6))]),
+            rng.choice([rng.randint(1, 10**4) * 1000, rng.randint(1, 2**40), rng.randint(1, 10**6)]),
+        )
+        for _ in range(2000)
+    ]
+    out = subprocess.run(
+        [str(tmp_path / "th")],
+        input="\n".join(f"{p!r} {n}" for p, n in cases),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for i, (pct, nr) in enumerate(cases):
         floor, exact = int(out[2 * i]), int(out[2 * i + 1])
         # the smallest cumulative count that reaches the threshold, in C and here
@@ -123,11 +144,12 @@ def test_every_percentile_equals_fios_own(tmp_path):
     try:
         for rw in ("randread", "randwrite"):
             job = tmp_path / f"{rw}.fio"
-            job.write_text(f"[a]\nioengine=psync\ndirectory={where}\nsize=8M\nrw={rw}\nbs=4k\nnumber_ios=1000\n"
-                           f"lat_percentiles=1\npercentile_list={plist}\n")
-            out = subprocess.run(["fio", "--output-format=json+", str(job)], capture_output=True, text=True,
-                                 check=True)
-            raw = json.loads(out.stdout[out.stdout.find("{"):])
+            job.write_text(
+                f"[a]\nioengine=psync\ndirectory={where}\nsize=8M\nrw={rw}\nbs=4k\nnumber_ios=1000\n"
+                f"lat_percentiles=1\npercentile_list={plist}\n"
+            )
+            out = subprocess.run(["fio", "--output-format=json+", str(job)], capture_output=True, text=True, check=True)
+            raw = json.loads(out.stdout[out.stdout.find("{") :])
             block = raw["jobs"][0]["read" if rw == "randread" else "write"]["lat_ns"]
             bins = {int(k): v for k, v in block["bins"].items()}
             assert block["N"] == sum(bins.values()) == 1000

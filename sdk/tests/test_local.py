@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cli_helpers import pvbench
+
 from pvbench.cells.matrix import expand
 from pvbench.cells.publish import flush, pending
 from pvbench.local.config import ConfigError, load_config
@@ -55,8 +55,9 @@ def small_tmpfs(tmp_path):
 
 
 def test_matrix_is_interleaved_and_seeded():
-    args = dict(campaign="c", run="r", occasion="o", storage_classes=["a", "b", "c"], profiles=["dbench"],
-                repetitions=3)
+    args = dict(
+        campaign="c", run="r", occasion="o", storage_classes=["a", "b", "c"], profiles=["dbench"], repetitions=3
+    )
     one, again, other = expand(seed=1, **args), expand(seed=1, **args), expand(seed=2, **args)
     assert [c.model_dump() for c in one] == [c.model_dump() for c in again]
     assert [c.model_dump() for c in one] != [c.model_dump() for c in other]
@@ -100,9 +101,15 @@ def test_bad_config_fails_before_any_fio(tmp_path, over, message):
 
 
 def test_full_target_fails_its_cells_only(tmp_path, small_tmpfs):
-    config = load_config(write_config(tmp_path, storage_classes={"alpha": str(tmp_path / "a"),
-                                                                 "tiny": str(small_tmpfs)},
-                                      occasions=["once"], repetitions=1, size="16M"))
+    config = load_config(
+        write_config(
+            tmp_path,
+            storage_classes={"alpha": str(tmp_path / "a"), "tiny": str(small_tmpfs)},
+            occasions=["once"],
+            repetitions=1,
+            size="16M",
+        )
+    )
     plans = plan_run(config, "r")  # passes: 24 MiB free
     # another tenant fills the volume after the checks
     (small_tmpfs / "filler").write_bytes(b"\0" * (20 * 2**20))
@@ -113,9 +120,14 @@ def test_full_target_fails_its_cells_only(tmp_path, small_tmpfs):
 
 
 def test_read_only_target_is_refused_before_and_isolated_during(tmp_path, small_tmpfs):
-    config = load_config(write_config(tmp_path, storage_classes={"alpha": str(tmp_path / "a"),
-                                                                 "ro": str(small_tmpfs)},
-                                      occasions=["once"], repetitions=1))
+    config = load_config(
+        write_config(
+            tmp_path,
+            storage_classes={"alpha": str(tmp_path / "a"), "ro": str(small_tmpfs)},
+            occasions=["once"],
+            repetitions=1,
+        )
+    )
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
     with pytest.raises(ProfileError, match="not writable"):
         plan_run(config, "r")
@@ -137,7 +149,9 @@ def test_killing_fio_mid_cell_loses_only_that_cell(tmp_path, monkeypatch):
     def kill_first_fio():
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not killed:
-            out = subprocess.run(["pgrep", "-f", f"{tmp_path}/pvbench-fio-.*job.fio"], capture_output=True, text=True).stdout
+            out = subprocess.run(
+                ["pgrep", "-f", f"{tmp_path}/pvbench-fio-.*job.fio"], capture_output=True, text=True
+            ).stdout
             pids = [int(p) for p in out.split()]
             if pids:
                 time.sleep(0.5)

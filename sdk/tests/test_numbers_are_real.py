@@ -34,17 +34,21 @@ def test_pvbench_and_bare_fio_agree(tmp_path):
     job.write_text(JOB)
     target = tmp_path / "target"
     target.mkdir()
-    for workload, expected in (("throttled-randread", {"read": 2500}),
-                               ("throttled-randrw", {"read": 1400, "write": 600})):
-        cell = Cell(campaign="c", run="r", occasion="o", storage_class="local", profile=f"file:{job}",
-                    workload=workload, rep=1)
+    for workload, expected in (
+        ("throttled-randread", {"read": 2500}),
+        ("throttled-randrw", {"read": 1400, "write": 600}),
+    ):
+        cell = Cell(
+            campaign="c", run="r", occasion="o", storage_class="local", profile=f"file:{job}", workload=workload, rep=1
+        )
         plan = plan_cell(cell, target, TimingOverrides(ramp="500ms", runtime="2s", size="32M"))
         # bare: fio on the identical job file, its JSON read with nothing of pvbench's
         jobfile = render_jobfile(plan.profile, [plan.test], plan.timing, target)
         (tmp_path / "bare.fio").write_text(jobfile)
-        out = subprocess.run(["fio", "--output-format=json", str(tmp_path / "bare.fio")],
-                             capture_output=True, text=True, check=True).stdout
-        bare = json.loads(out[out.find("{"):])["jobs"][0]
+        out = subprocess.run(
+            ["fio", "--output-format=json", str(tmp_path / "bare.fio")], capture_output=True, text=True, check=True
+        ).stdout
+        bare = json.loads(out[out.find("{") :])["jobs"][0]
         doc, raw = run_cell(plan)
         ours = {m.direction: m for m in doc.metrics}
         assert set(ours) == set(expected)

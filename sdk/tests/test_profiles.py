@@ -5,9 +5,17 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import REPO
-from pvbench.profiles import PROFILES, ProfileError, load_profile, parse_seconds, parse_size, render_jobfile, resolve_timing
+
+from pvbench.profiles import (
+    PROFILES,
+    ProfileError,
+    load_profile,
+    parse_seconds,
+    parse_size,
+    render_jobfile,
+    resolve_timing,
+)
 from pvbench.profiles.catalog import SWEEP, SWEEP_GROUPS, SWEEP_LOADS, sweep_labels
 
 
@@ -32,8 +40,7 @@ def test_vshn_has_fsync_series():
     p = PROFILES["vshn"]
     assert (p.timing.ramp_s, p.timing.runtime_s, p.timing.size) == (5, 30, "2G")
     writes = [t for t in p.tests if t.rw == "randwrite"]
-    assert sorted((t.bs, t.fsync) for t in writes) == sorted(
-        (bs, f) for bs in ("4k", "128k") for f in (0, 1, 32, 128))
+    assert sorted((t.bs, t.fsync) for t in writes) == sorted((bs, f) for bs in ("4k", "128k") for f in (0, 1, 32, 128))
     assert all(t.iodepth == 64 for t in p.tests)
     assert {t.name for t in p.tests if t.rw == "randread"} == {"read-iops", "read-bw"}
 
@@ -45,8 +52,12 @@ def test_sweep_covers_block_sizes_and_loads():
     loads = {(t.load, t.iodepth, t.numjobs, t.load_target) for t in p.tests}
     assert loads == {("qd1", 1, 1, None), ("qd32", 32, 1, None), ("qd1x32", 1, 32, None), ("p80", 32, 1, 0.8)}
     assert {t.bs for t in p.tests} == {"4k", "8k", "64k", "128k"}
-    assert {(t.group, t.rwmixread) for t in p.tests} == {("randread", None), ("randwrite", None),
-                                                         ("mix70", 70), ("mix50", 50)}
+    assert {(t.group, t.rwmixread) for t in p.tests} == {
+        ("randread", None),
+        ("randwrite", None),
+        ("mix70", 70),
+        ("mix50", 50),
+    }
 
 
 def test_the_report_titles_sweep_curves_with_the_catalogs_labels():
@@ -63,8 +74,9 @@ def test_the_report_titles_sweep_curves_with_the_catalogs_labels():
         panels: m.sweepPanels(rows).map((p) => p.title),
         levels: m.sweepRows(rows, "randread", "read").map((r) => r.load_level) }));"""
     component = REPO / "reports" / "components" / "pvbench.js"
-    proc = subprocess.run([node, "--input-type=module", "-e", script, str(component)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [node, "--input-type=module", "-e", script, str(component)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     labels = sweep_labels()
@@ -98,8 +110,10 @@ def test_every_profile_parses_in_fio(tmp_path, spec):
 
 def test_custom_job_file(tmp_path):
     job = tmp_path / "mine.fio"
-    job.write_text("[global]\nioengine=libaio\nruntime=10s\nsize=128M\ntime_based\n\n"
-                   "[My Random Reads]\nrw=randread\nbs=16k\niodepth=8\n\n[w]\nrw=write\nbs=1M\nfsync=4\n")
+    job.write_text(
+        "[global]\nioengine=libaio\nruntime=10s\nsize=128M\ntime_based\n\n"
+        "[My Random Reads]\nrw=randread\nbs=16k\niodepth=8\n\n[w]\nrw=write\nbs=1M\nfsync=4\n"
+    )
     p = load_profile(f"file:{job}")
     assert p.name == "custom" and [t.name for t in p.tests] == ["my-random-reads", "w"]
     assert p.timing.runtime_s == 10 and p.timing.size_bytes == 128 * 2**20

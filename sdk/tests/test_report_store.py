@@ -29,6 +29,7 @@ from argo_helpers import (
     templates_by_name,
 )
 from conftest import free_port
+
 from pvbench.argo import conventions as c
 from pvbench.report.build import ReportError
 from pvbench.report.fetch import (
@@ -46,7 +47,7 @@ LINK = "http://127.0.0.1:8000/open/${workflow.metadata.labels.pvbench.io/campaig
 
 def fake_site(title: str) -> dict[str, bytes]:
     return {
-        "index.html": f"<!doctype html><title>{title}</title><script src=\"/_app/app.js\"></script>".encode(),
+        "index.html": f'<!doctype html><title>{title}</title><script src="/_app/app.js"></script>'.encode(),
         "_app/app.js": f"console.log('{title}')".encode(),
         "_app/immutable/chunk.css": b"body{}",
         "comparisons/index.html": f"<h1>{title} comparisons</h1>".encode(),
@@ -98,16 +99,23 @@ def test_nothing_there_is_one_clear_error(s3_store_url, tmp_path):
     with pytest.raises(ReportError, match=r"^no report at s3://.*/run=run-b/report/: nothing is stored there"):
         fetch_report(report_location(s3_store_url, "demo", "run-b"), tmp_path / "x")
     # the run's tables, but no site: not a report either
-    with pytest.raises(ReportError, match=r"holds 5 objects but no built report .*; the run's report is s3://.*"
-                                          r"/run=run-a/report/$"):
+    with pytest.raises(
+        ReportError,
+        match=r"holds 5 objects but no built report .*; the run's report is s3://.*"
+        r"/run=run-a/report/$",
+    ):
         fetch_report(f"{s3_store_url}/analytics/campaign=demo/run=run-a", tmp_path / "y")
 
 
 def test_cli_serves_an_s3_location_and_says_so(s3_store_url):
     location = put_site(s3_store_url, "demo", "wf-7", "wf-7's report")
     port = free_port()
-    proc = subprocess.Popen([PVBENCH, "report", "serve", location + "/", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PVBENCH, "report", "serve", location + "/", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -128,8 +136,13 @@ def test_cli_serves_an_s3_location_and_says_so(s3_store_url):
 
 def test_cli_errors_are_one_line(s3_store_url, tmp_path):
     def serve(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([PVBENCH, "report", "serve", *args], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "COLUMNS": "400"})
+        return subprocess.run(
+            [PVBENCH, "report", "serve", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "400"},
+        )
 
     missing = serve(report_location(s3_store_url, "demo", "nope"))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
@@ -138,8 +151,12 @@ def test_cli_errors_are_one_line(s3_store_url, tmp_path):
     assert serve(str(tmp_path), "--store", str(tmp_path)).stderr.startswith("error: give a report")
     assert serve(str(tmp_path), "--campaign", "x").stderr.startswith("error: --campaign and --run go with --store")
     assert "is not a built report" in serve(str(tmp_path)).stderr
-    no_env = subprocess.run([PVBENCH, "report", "serve", "s3://bucket/x"], capture_output=True, text=True,
-                            env={k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PVBENCH_S3"))})
+    no_env = subprocess.run(
+        [PVBENCH, "report", "serve", "s3://bucket/x"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PVBENCH_S3"))},
+    )
     assert no_env.returncode == 2 and "PVBENCH_S3_ENDPOINT" in no_env.stderr
 
 
@@ -150,8 +167,11 @@ def test_store_server_lists_and_opens_reports(kind, s3_store_url, tmp_path):
     put_site(store_url, "demo", "wf-1", "first run")
     put_site(store_url, "demo", "wf-2", "second run")
     put_site(store_url, "demo", None, "campaign demo")
-    assert [(r.campaign, r.run) for r in list_reports(store_url)] == [("demo", "all"), ("demo", "wf-1"),
-                                                                      ("demo", "wf-2")]
+    assert [(r.campaign, r.run) for r in list_reports(store_url)] == [
+        ("demo", "all"),
+        ("demo", "wf-1"),
+        ("demo", "wf-2"),
+    ]
     cache = tmp_path / "cache"
     server = make_store_server(store_url, cache, port=0)
     try:
@@ -182,8 +202,24 @@ def test_store_server_lists_and_opens_reports(kind, s3_store_url, tmp_path):
 def test_cli_store_with_campaign_and_run_opens_that_report(s3_store_url):
     put_site(s3_store_url, "demo", "wf-3", "run three")
     port = free_port()
-    proc = subprocess.Popen([PVBENCH, "report", "serve", "--store", s3_store_url, "--campaign", "demo", "--run", "wf-3",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            PVBENCH,
+            "report",
+            "serve",
+            "--store",
+            s3_store_url,
+            "--campaign",
+            "demo",
+            "--run",
+            "wf-3",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -203,10 +239,27 @@ def test_cli_store_with_campaign_and_run_opens_that_report(s3_store_url):
 # ---------------------------------------------------------------- the report step says where
 def test_locate_prints_location_command_and_url(tmp_path):
     key = layout.report_prefix("demo", "pvbench-benchmark-abc12")
-    out = subprocess.run([PVBENCH, "report", "locate", "--key", key, "--campaign", "Demo", "--run",
-                          "pvbench-benchmark-abc12", "--namespace", "pvbench", "--outputs", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PVBENCH_REPORT_STORE": "s3://pvbench", "PVBENCH_REPORT_URL": LINK})
+    out = subprocess.run(
+        [
+            PVBENCH,
+            "report",
+            "locate",
+            "--key",
+            key,
+            "--campaign",
+            "Demo",
+            "--run",
+            "pvbench-benchmark-abc12",
+            "--namespace",
+            "pvbench",
+            "--outputs",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PVBENCH_REPORT_STORE": "s3://pvbench", "PVBENCH_REPORT_URL": LINK},
+    )
     assert out.returncode == 0, out.stderr
     location = "s3://pvbench/analytics/campaign=demo/run=pvbench-benchmark-abc12/report/"
     assert out.stdout.splitlines() == [
@@ -219,15 +272,19 @@ def test_locate_prints_location_command_and_url(tmp_path):
 
 
 def test_locate_without_the_chart_and_with_an_unknown_variable(tmp_path):
-    plain = published("analytics/campaign=c/run=r/report", store=None, url_template=None, campaign="c", run="r",
-                      namespace="ns")
+    plain = published(
+        "analytics/campaign=c/run=r/report", store=None, url_template=None, campaign="c", run="r", namespace="ns"
+    )
     assert plain.location == "analytics/campaign=c/run=r/report/" and plain.url == ""
     assert "pvbench-report" in "\n".join(plain.lines())
-    odd = published("k", store="s3://b", url_template="https://x/${status.startedAt}", campaign="c", run="r",
-                    namespace="ns")
+    odd = published(
+        "k", store="s3://b", url_template="https://x/${status.startedAt}", campaign="c", run="r", namespace="ns"
+    )
     assert odd.url == "" and "${status.startedAt}" in odd.lines()[-1]
-    assert fill_url("/r/${metadata.namespace}/${workflow.metadata.name}", run="a b", namespace="ns", campaign="c") \
+    assert (
+        fill_url("/r/${metadata.namespace}/${workflow.metadata.name}", run="a b", namespace="ns", campaign="c")
         == "/r/ns/a%20b"
+    )
 
 
 def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
@@ -239,8 +296,12 @@ def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
     script = script.replace("/tmp/pvbench", str(root))
     args = [a.replace("/tmp/pvbench", str(root)) for a in args]
     hostile = "x$(touch pwned)`touch pwned`"
-    values = {"{{=lower(workflow.parameters.campaign)}}": "demo", "{{workflow.parameters.campaign}}": hostile,
-              "{{workflow.name}}": "pvbench-benchmark-q9", "{{workflow.namespace}}": "pvbench"}
+    values = {
+        "{{=lower(workflow.parameters.campaign)}}": "demo",
+        "{{workflow.parameters.campaign}}": hostile,
+        "{{workflow.name}}": "pvbench-benchmark-q9",
+        "{{workflow.namespace}}": "pvbench",
+    }
     for placeholder, value in values.items():
         args = [a.replace(placeholder, value) for a in args]
     assert not any("{{" in a for a in args), args
@@ -249,10 +310,16 @@ def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
     fake.write_text(f'#!/bin/sh\nif [ "$1 $2" = "report build" ]; then exit 0; fi\nexec {PVBENCH} "$@"\n')
     fake.chmod(0o755)
     (tmp_path / "project").mkdir()
-    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "PVBENCH_REPORT_DIR": str(tmp_path / "project"),
-           "PVBENCH_REPORT_STORE": "s3://pvbench", "PVBENCH_REPORT_URL": LINK}
-    proc = subprocess.run([*step["command"], script, *args], capture_output=True, text=True, timeout=60, env=env,
-                          cwd=tmp_path)
+    env = {
+        **os.environ,
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "PVBENCH_REPORT_DIR": str(tmp_path / "project"),
+        "PVBENCH_REPORT_STORE": "s3://pvbench",
+        "PVBENCH_REPORT_URL": LINK,
+    }
+    proc = subprocess.run(
+        [*step["command"], script, *args], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "pwned").exists()
     location = (root / "report-out" / "report-location").read_text()
@@ -273,11 +340,14 @@ def test_template_publishes_the_report_location():
     assert report["container"]["args"][1:].count(key) == 1  # locate names the key the artifact goes to
     assert all("{{" not in line for line in report["container"]["args"][0].split("$@"))  # no values in the script
     env = {e["name"]: e["valueFrom"]["configMapKeyRef"] for e in report["container"]["env"]}
-    assert env == {"PVBENCH_REPORT_STORE": {"name": c.REPORT_CONFIGMAP, "key": "store", "optional": True},
-                   "PVBENCH_REPORT_URL": {"name": c.REPORT_CONFIGMAP, "key": "url", "optional": True}}
+    assert env == {
+        "PVBENCH_REPORT_STORE": {"name": c.REPORT_CONFIGMAP, "key": "store", "optional": True},
+        "PVBENCH_REPORT_URL": {"name": c.REPORT_CONFIGMAP, "key": "url", "optional": True},
+    }
     # the link's ${workflow.metadata.labels.pvbench.io/campaign}
     assert doc["spec"]["workflowMetadata"]["labelsFrom"][c.LABEL_CAMPAIGN] == {
-        "expression": "workflow.parameters.campaign"}
+        "expression": "workflow.parameters.campaign"
+    }
 
 
 def chart_notes(*sets: str, tmp_path: Path) -> str:
@@ -288,7 +358,8 @@ def chart_notes(*sets: str, tmp_path: Path) -> str:
     (chart / "templates" / "NOTES.txt").unlink()
     (chart / "templates" / "_notes_test.tpl").write_text('{{- define "test.notes" -}}' + notes + "{{- end -}}")
     (chart / "templates" / "notes-test.yaml").write_text(
-        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ include "test.notes" . | quote }}\n')
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ include "test.notes" . | quote }}\n'
+    )
     args = ["template", "pvbench", str(chart), "-n", "pvbench", "-s", "templates/notes-test.yaml"]
     for s in sets:
         args += ["--set", s]
@@ -298,18 +369,24 @@ def chart_notes(*sets: str, tmp_path: Path) -> str:
 
 
 def test_chart_report_configmap_and_notes(tmp_path):
-    [cm] = [d for d in load_yaml_docs(helm_template(sets=("s3.bucket=bench-results",)))
-            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == c.REPORT_CONFIGMAP]
+    [cm] = [
+        d
+        for d in load_yaml_docs(helm_template(sets=("s3.bucket=bench-results",)))
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == c.REPORT_CONFIGMAP
+    ]
     assert cm["data"] == {"store": "s3://bench-results", "url": ""}
     notes = chart_notes(tmp_path=tmp_path)
     assert "pvbench report serve s3://pvbench/analytics/campaign=<campaign>/run=<run>/report/" in notes
     assert "links:" not in notes and "set report.url" in notes
 
-    [cm] = [d for d in load_yaml_docs(helm_template(sets=(f"report.url={LINK}",)))
-            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == c.REPORT_CONFIGMAP]
+    [cm] = [
+        d
+        for d in load_yaml_docs(helm_template(sets=(f"report.url={LINK}",)))
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == c.REPORT_CONFIGMAP
+    ]
     assert cm["data"]["url"] == LINK
     notes = chart_notes(f"report.url={LINK}", tmp_path=tmp_path / "2")
-    snippet = notes[notes.index("    links: |"):]
+    snippet = notes[notes.index("    links: |") :]
     links = yaml.safe_load(yaml.safe_load("\n".join(line[4:] for line in snippet.splitlines()))["links"])
     assert links == [{"name": "pvbench report", "scope": "workflow", "url": LINK}]
 

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import pvbench
 from conftest import REPO
+from stats_helpers import doc, write
+
 from pvbench.pipeline import build_tables
 from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, parse_bandwidth, read_declarations
 from pvbench.store import open_store
-from stats_helpers import doc, write
-
 
 # What the thesis's cloud disks promise: Azure Premium SSD P30 (1 TiB) — under every class of the study.
 P30 = """\
@@ -34,8 +33,12 @@ def thesis(thesis_store, tmp_path_factory):
 
 
 def _flags(con, kind):
-    return {(sc, wl): msg for sc, wl, msg in con.execute(
-        "select storage_class, workload, message from report_anomalies where kind = ?", [kind]).fetchall()}
+    return {
+        (sc, wl): msg
+        for sc, wl, msg in con.execute(
+            "select storage_class, workload, message from report_anomalies where kind = ?", [kind]
+        ).fetchall()
+    }
 
 
 def test_thesis_table_6_1_still_reproduced_with_the_statistics_models(thesis):
@@ -76,8 +79,13 @@ def _code_only(path: Path) -> str:
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body[0] = ast.Pass()
     return ast.unparse(tree)
 
@@ -105,7 +113,9 @@ def test_limits_from_env_and_from_the_store(thesis_store, tmp_path, monkeypatch)
     assert con.execute("select count(*) from over_limit where over_limit").fetchone()[0] > 0
     monkeypatch.delenv("PVBENCH_LIMITS")
     store = tmp_path / "store"
-    for key in open_store(thesis_store).list_keys("results/campaign=thesis/run=azure/occasion=1/storage_class=portworx"):
+    for key in open_store(thesis_store).list_keys(
+        "results/campaign=thesis/run=azure/occasion=1/storage_class=portworx"
+    ):
         (store / key).parent.mkdir(parents=True, exist_ok=True)
         (store / key).write_bytes((thesis_store / key).read_bytes())
     proc = pvbench("stats", "limits", path, "--store", store)
@@ -132,8 +142,9 @@ def test_limits_file_is_checked():
         parse_bandwidth("200 furlongs/s", "x")
     with pytest.raises(LimitsError, match="unknown keys"):
         read_declarations("storage_classes:\n  a: {iopz: 5}\n", "l.yaml")
-    decl = read_declarations("storage_class,key,value\n,tolerance,0.2\ngp2,iops,3000\ngp2,bandwidth,250 MiB/s\n",
-                             "l.csv")
+    decl = read_declarations(
+        "storage_class,key,value\n,tolerance,0.2\ngp2,iops,3000\ngp2,bandwidth,250 MiB/s\n", "l.csv"
+    )
     assert {(d.metric, d.value, d.tolerance) for d in decl.limits} == {("iops", 3000, 0.2), ("bw_mib_s", 250, 0.2)}
 
 
@@ -156,8 +167,11 @@ def test_robust_outlier_rule_flags_the_planted_value_only(tmp_path):
 
 def test_a_slow_occasion_is_an_occasion_effect_not_outliers(tmp_path):
     rng = np.random.default_rng(8)
-    docs = [doc(occasion=f"o{o}", rep=r, value=float(rng.normal(600 if o == 2 else 1000, 10)))
-            for o in range(1, 5) for r in range(1, 6)]
+    docs = [
+        doc(occasion=f"o{o}", rep=r, value=float(rng.normal(600 if o == 2 else 1000, 10)))
+        for o in range(1, 5)
+        for r in range(1, 6)
+    ]
     write(tmp_path, docs)
     con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
     assert con.execute("select count(*) from anomaly_outliers where is_outlier").fetchone()[0] == 0

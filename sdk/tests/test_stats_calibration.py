@@ -40,8 +40,14 @@ def comparisons():
 
 
 def test_summary_intervals_cover_at_every_icc():
-    designs = [Design(4, 5, icc=0.0), Design(4, 5, icc=0.5), Design(4, 5, icc=0.8), Design(10, 3, icc=0.5),
-               Design(1, 5, icc=0.0), Design(1, 5, icc=0.5)]
+    designs = [
+        Design(4, 5, icc=0.0),
+        Design(4, 5, icc=0.5),
+        Design(4, 5, icc=0.8),
+        Design(10, 3, icc=0.5),
+        Design(1, 5, icc=0.0),
+        Design(1, 5, icc=0.5),
+    ]
     rows = summary_coverage(designs, TRIALS, seed=12)
     for row in rows:
         _check(row)

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from pvbench.stats.compare import (
-    BETTER, SAME, WITHHELD, WORSE, CompareSettings, cliffs_delta, compare_many, compare_samples, decide,
-    hodges_lehmann, holm,
+    BETTER,
+    SAME,
+    WITHHELD,
+    WORSE,
+    CompareSettings,
+    cliffs_delta,
+    compare_many,
+    compare_samples,
+    decide,
+    hodges_lehmann,
+    holm,
 )
 
 TRIALS = 1000
@@ -60,12 +69,15 @@ def test_identical_distributions_with_default_settings_and_five_reps():
     assert rate <= ALPHA + _slack(ALPHA, TRIALS), rate
 
 
-@pytest.mark.parametrize("better, shift, expected", [
-    ("higher", -0.10, WORSE),   # IOPS down 10 %
-    ("higher", +0.10, BETTER),  # IOPS up 10 %
-    ("lower", +0.10, WORSE),    # latency up 10 %
-    ("lower", -0.10, BETTER),   # latency down 10 %
-])
+@pytest.mark.parametrize(
+    "better, shift, expected",
+    [
+        ("higher", -0.10, WORSE),  # IOPS down 10 %
+        ("higher", +0.10, BETTER),  # IOPS up 10 %
+        ("lower", +0.10, WORSE),  # latency up 10 %
+        ("lower", -0.10, BETTER),  # latency down 10 %
+    ],
+)
 def test_ten_percent_shift_with_low_noise_is_detected_in_the_right_direction(better, shift, expected):
     rng = np.random.default_rng(4)
     runs = _verdicts(rng, 200, n=5, shift=shift, cv=0.02, better=better, settings=CompareSettings())
@@ -162,8 +174,12 @@ def test_too_few_occasions_withhold_with_the_reason():
     [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])], CompareSettings(min_df=2))
     assert comp.verdict == WORSE and "Welch" in comp.method
     # a withheld metric is not part of the Holm family
-    comps = compare_many([({}, "higher", [[1.0, 1.1]], [[2.0, 2.1]]),
-                          ({}, "higher", [1000, 1001, 999, 1000, 1002], [800, 801, 799, 800, 802])])
+    comps = compare_many(
+        [
+            ({}, "higher", [[1.0, 1.1]], [[2.0, 2.1]]),
+            ({}, "higher", [1000, 1001, 999, 1000, 1002], [800, 801, 799, 800, 802]),
+        ]
+    )
     assert [c.verdict for c in comps] == [WITHHELD, WORSE]
     assert comps[1].p_holm == comps[1].p_value
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cli_helpers import pvbench
 
 SHM = Path("/dev/shm")
@@ -39,8 +38,15 @@ pytestmark = pytest.mark.slow
 def _config(tmp_path: Path, name: str, target: Path, read: int, write: int, **extra) -> Path:
     jobs = tmp_path / f"{name}.fio"
     jobs.write_text(JOBS.format(read=read, write=write))
-    cfg = {"campaign": "e2e", "store": str(tmp_path / "store"), "spool": str(tmp_path / "spool"),
-           "storage_classes": {"media": str(target)}, "profiles": [f"file:{jobs}"], "repetitions": 5, "seed": 3}
+    cfg = {
+        "campaign": "e2e",
+        "store": str(tmp_path / "store"),
+        "spool": str(tmp_path / "spool"),
+        "storage_classes": {"media": str(target)},
+        "profiles": [f"file:{jobs}"],
+        "repetitions": 5,
+        "seed": 3,
+    }
     cfg.update(extra)
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -83,8 +89,9 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
     rows = json.loads(same.stdout)
     assert {(r["workload"], r["direction"]) for r in rows} == {("randread", "read"), ("randwrite", "write")}
     assert all(r["verdict"] == "no meaningful difference" and r["n_baseline"] == 6 for r in rows), rows
-    assert all(r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "Welch" in r["method"]
-               for r in rows), rows
+    assert all(
+        r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "Welch" in r["method"] for r in rows
+    ), rows
     # a busy runner can make one 1-second cell of five lose ~20 %: the verdict must not budge
     assert all(abs(r["change"]) < 0.10 for r in rows)
 
@@ -120,26 +127,67 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
 def test_adaptive_repetitions_stop_when_precise_and_at_the_cap(tmp_path, shm_dir, fio_bin):
     # a throttled job is steady: three reps give a CI well inside ±50 % even if one cell hiccups
     # on a busy runner (a ±5 % target is what users set; the rule is the same)
-    precise = _config(tmp_path, "precise", shm_dir, read=3000, write=1500,
-                      adaptive={"target_half_width": 0.5, "min_repetitions": 3, "max_repetitions": 6})
+    precise = _config(
+        tmp_path,
+        "precise",
+        shm_dir,
+        read=3000,
+        write=1500,
+        adaptive={"target_half_width": 0.5, "min_repetitions": 3, "max_repetitions": 6},
+    )
     _run(precise, "steady")
     # an impossible target: every cell runs to the cap (unthrottled, so no two values are equal —
     # identical values would give a zero-width CI, which rightly counts as precise)
-    capped = _config(tmp_path, "capped", shm_dir, read=0, write=0,
-                     adaptive={"target_half_width": 1e-7, "min_repetitions": 2, "max_repetitions": 4})
+    capped = _config(
+        tmp_path,
+        "capped",
+        shm_dir,
+        read=0,
+        write=0,
+        adaptive={"target_half_width": 1e-7, "min_repetitions": 2, "max_repetitions": 4},
+    )
     _run(capped, "capped")
     store = tmp_path / "store"
-    reps = lambda run: sorted(p.parent.name for p in store.glob(f"results/campaign=e2e/run={run}/**/result.json"))
+
+    def reps(run):
+        return sorted(p.parent.name for p in store.glob(f"results/campaign=e2e/run={run}/**/result.json"))
+
     assert reps("steady") == ["rep=1", "rep=1", "rep=2", "rep=2", "rep=3", "rep=3"]
     assert reps("capped") == ["rep=1", "rep=1", "rep=2", "rep=2", "rep=3", "rep=3", "rep=4", "rep=4"]
 
     # what an Argo loop asks between rounds
-    check = pvbench("stats", "ci-check", "--store", store, "--campaign", "e2e", "--run", "steady", "--target", "0.5",
-                    "--min-reps", "3")
+    check = pvbench(
+        "stats",
+        "ci-check",
+        "--store",
+        store,
+        "--campaign",
+        "e2e",
+        "--run",
+        "steady",
+        "--target",
+        "0.5",
+        "--min-reps",
+        "3",
+    )
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["precise"] is True
-    check = pvbench("stats", "ci-check", "--store", store, "--campaign", "e2e", "--run", "steady", "--target", "1e-7",
-                    "--min-reps", "3", "--max-reps", "10")
+    check = pvbench(
+        "stats",
+        "ci-check",
+        "--store",
+        store,
+        "--campaign",
+        "e2e",
+        "--run",
+        "steady",
+        "--target",
+        "1e-7",
+        "--min-reps",
+        "3",
+        "--max-reps",
+        "10",
+    )
     assert check.returncode == 1
     out = json.loads(check.stdout)
     # (a throttled cell can return three identical values: a zero-width CI, precise at any target)

@@ -10,12 +10,12 @@ import itertools
 
 import numpy as np
 import pytest
+from stats_helpers import doc, write
 
 from pvbench.pipeline import build_tables
 from pvbench.stats.calibration_flags import SHAPES, FlagDesign, false_flag_rates
 from pvbench.stats.functions import first_rank_pvalue
 from pvbench.store import open_store
-from stats_helpers import doc, write
 
 TRIALS = 2000  # per design: a true rate of 4% is then 2.3 standard errors below the 5% bound
 
@@ -37,8 +37,9 @@ def test_false_flags_per_cell_at_most_5_percent_on_null_data(null_rates, detecto
 def test_two_occasions_of_three_reps_no_longer_flag_warm_up(null_rates):
     """The issue's case: the old rule flagged 17.7% of these null cells; the exact test cannot fire
     (its smallest p is 1/9) and the outlier flag stays near its 1% budget."""
-    rates = {(r["detector"], r["icc"]): r["false_flag_rate"] for r in null_rates
-             if (r["occasions"], r["reps"]) == (2, 3)}
+    rates = {
+        (r["detector"], r["icc"]): r["false_flag_rate"] for r in null_rates if (r["occasions"], r["reps"]) == (2, 3)
+    }
     assert all(rates[("warm_up", icc)] == 0 for icc in (0.0, 0.5, 0.8))
     assert all(rates[("outlier", icc)] <= 0.02 for icc in (0.0, 0.5, 0.8))
 
@@ -63,8 +64,11 @@ def test_exact_null_distribution_of_the_first_reps_rank_sum():
 
 
 def _design_docs(occasions, reps, value_of, storage_class="fast", metric="iops"):
-    return [doc(storage_class=storage_class, occasion=f"o{o}", rep=r, metric=metric, value=value_of(o, r))
-            for o in range(1, occasions + 1) for r in range(1, reps + 1)]
+    return [
+        doc(storage_class=storage_class, occasion=f"o{o}", rep=r, metric=metric, value=value_of(o, r))
+        for o in range(1, occasions + 1)
+        for r in range(1, reps + 1)
+    ]
 
 
 def test_a_real_warm_up_is_flagged_with_its_exact_p(tmp_path):

@@ -5,12 +5,12 @@ from datetime import timedelta
 import duckdb
 import numpy as np
 import pytest
-
 from cli_helpers import pvbench
+from stats_helpers import T0, doc, write
+
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.stats.occasions import split_variance
 from pvbench.store import open_store
-from stats_helpers import T0, doc, write
 
 
 @pytest.fixture(scope="module")
@@ -19,19 +19,26 @@ def thesis(thesis_store):
 
 
 def test_occasion_split_sql_matches_the_python_reference(thesis):
-    for sc, wl in (("Rook-Ceph", "Sequential read"), ("Azure Disk Storage", "Random read IOPS"),
-                   ("Portworx", "Random read IOPS")):
+    for sc, wl in (
+        ("Rook-Ceph", "Sequential read"),
+        ("Azure Disk Storage", "Random read IOPS"),
+        ("Portworx", "Random read IOPS"),
+    ):
         groups: dict[str, list[float]] = {}
-        for occ, value in thesis.execute("select occasion, value from measurements where storage_class = ? "
-                                         "and workload = ?", [sc, wl]).fetchall():
+        for occ, value in thesis.execute(
+            "select occasion, value from measurements where storage_class = ? and workload = ?", [sc, wl]
+        ).fetchall():
             groups.setdefault(occ, []).append(value)
         ref = split_variance(groups)
-        row = thesis.execute("""select n_occasions, n, var_between, var_within, share_between, f_stat, p_value
+        row = thesis.execute(
+            """select n_occasions, n, var_between, var_within, share_between, f_stat, p_value
                                 from occasion_components where storage_class = ? and workload = ?""",
-                             [sc, wl]).fetchone()
+            [sc, wl],
+        ).fetchone()
         assert row[:2] == (4, 20)
-        assert row[2:] == pytest.approx((ref.var_between, ref.var_within, ref.share_between, ref.f_stat,
-                                         ref.p_value), rel=1e-9, abs=1e-12)
+        assert row[2:] == pytest.approx(
+            (ref.var_between, ref.var_within, ref.share_between, ref.f_stat, ref.p_value), rel=1e-9, abs=1e-12
+        )
     # Rook-Ceph's sequential reads: occasion 3 ran at ~380 MiB/s, the others at ~225 — nearly all occasion
     share, finding, unit, n = thesis.execute("""select share_between, finding, unit, n from report_occasions
         where storage_class = 'Rook-Ceph' and workload = 'Sequential read'""").fetchone()
@@ -81,19 +88,38 @@ def _upgrade_store(tmp_path, slowdown: float):
             factor = 1 - slowdown if (run == "after" and sc == "fast") else 1.0
             night = rng.normal(1, 0.01)
             for rep in range(1, 4):
-                for wl, metric, base in (("randread-iops", "iops", level), ("randread-lat", "lat_mean_us", 1e6 / level)):
+                for wl, metric, base in (
+                    ("randread-iops", "iops", level),
+                    ("randread-lat", "lat_mean_us", 1e6 / level),
+                ):
                     value = base * (factor if metric == "iops" else 1 / factor) * night * rng.normal(1, 0.01)
-                    docs.append(doc(run=run, role=role, storage_class=sc, workload=wl, metric=metric, rep=rep,
-                                    value=value, started=T0 + timedelta(days=day, minutes=rep), cpu=1.5,
-                                    provisioner="local.csi", order=rep))
+                    docs.append(
+                        doc(
+                            run=run,
+                            role=role,
+                            storage_class=sc,
+                            workload=wl,
+                            metric=metric,
+                            rep=rep,
+                            value=value,
+                            started=T0 + timedelta(days=day, minutes=rep),
+                            cpu=1.5,
+                            provisioner="local.csi",
+                            order=rep,
+                        )
+                    )
     write(tmp_path, docs)
 
 
 def test_report_comparisons_find_the_upgrade_regression_by_role_and_by_run(tmp_path):
     _upgrade_store(tmp_path, 0.2)
     con = build_tables(open_store(str(tmp_path)), "syn")
-    got = {(k, sc, wl): v for k, sc, wl, v in con.execute(
-        "select kind, storage_class, workload, verdict from report_comparisons where kind in ('role', 'run')").fetchall()}
+    got = {
+        (k, sc, wl): v
+        for k, sc, wl, v in con.execute(
+            "select kind, storage_class, workload, verdict from report_comparisons where kind in ('role', 'run')"
+        ).fetchall()
+    }
     for kind in ("role", "run"):
         assert got[(kind, "fast", "randread-iops")] == "worse"
         assert got[(kind, "fast", "randread-lat")] == "worse"  # latency up: worse, not better
@@ -101,8 +127,9 @@ def test_report_comparisons_find_the_upgrade_regression_by_role_and_by_run(tmp_p
     base, cand = con.execute("select baseline, candidate from report_comparisons where kind = 'run' limit 1").fetchone()
     assert (base, cand) == ("run=b5", "run=after")  # ordered by when the runs started
     # the run-against-run verdict stands on the nights before (b1…b4) for day-to-day variation
-    method, history = con.execute("select method, history_occasions from report_comparisons "
-                                  "where kind = 'run' and storage_class = 'fast' limit 1").fetchone()
+    method, history = con.execute(
+        "select method, history_occasions from report_comparisons where kind = 'run' and storage_class = 'fast' limit 1"
+    ).fetchone()
     assert history == 4 and "4 other occasions" in method
 
 
@@ -114,10 +141,12 @@ def test_report_comparisons_withhold_without_history(tmp_path):
             if path.is_file():
                 path.unlink()
     con = build_tables(open_store(str(tmp_path)), "syn")
-    rows = con.execute("select verdict, reason, occasions_baseline, occasions_candidate from report_comparisons "
-                       "where kind = 'run'").fetchall()
-    assert rows and all(v == "withheld" and "day-to-day variation unknown" in r and (ob, oc) == (1, 1)
-                        for v, r, ob, oc in rows), rows
+    rows = con.execute(
+        "select verdict, reason, occasions_baseline, occasions_candidate from report_comparisons where kind = 'run'"
+    ).fetchall()
+    assert rows and all(
+        v == "withheld" and "day-to-day variation unknown" in r and (ob, oc) == (1, 1) for v, r, ob, oc in rows
+    ), rows
 
 
 def test_compare_cli_gates_on_the_regression(tmp_path):
@@ -132,8 +161,19 @@ def test_compare_cli_gates_on_the_regression(tmp_path):
     assert rows[("fast", "randread-iops")]["change"] == pytest.approx(-0.2, abs=0.02)
     assert rows[("slow", "randread-iops")]["verdict"] == "no meaningful difference"
     # the same by role labels; --fail-on never reports without failing
-    proc = pvbench("compare", "role=baseline", "role=candidate", "--store", tmp_path, "--campaign", "syn",
-                   "--fail-on", "never", "--out", tmp_path / "c.parquet")
+    proc = pvbench(
+        "compare",
+        "role=baseline",
+        "role=candidate",
+        "--store",
+        tmp_path,
+        "--campaign",
+        "syn",
+        "--fail-on",
+        "never",
+        "--out",
+        tmp_path / "c.parquet",
+    )
     assert proc.returncode == 0, proc.stderr
     assert duckdb.sql(f"select count(*) from '{tmp_path / 'c.parquet'}' where verdict = 'worse'").fetchone()[0] == 2
     # a class against another: both sides name one
@@ -149,11 +189,17 @@ def test_methodology_and_cost_from_the_data(tmp_path):
     limits.write_text("currency: EUR\ncluster_price_per_hour: 3.6\nstorage_classes:\n  fast: {price_per_hour: 0.36}\n")
     out = tmp_path / "parquet"
     aggregate(open_store(str(tmp_path)), "syn", out=out, limits=limits)
-    for table in ("report_methodology", "report_cost", "report_comparisons", "report_anomalies", "report_occasions",
-                  "report_occasion_boxplot"):
+    for table in (
+        "report_methodology",
+        "report_cost",
+        "report_comparisons",
+        "report_anomalies",
+        "report_occasions",
+        "report_occasion_boxplot",
+    ):
         assert (out / f"{table}.parquet").is_file(), table
     cost = duckdb.sql(f"""select run, n_results, fio_seconds, cpu_seconds, cluster_cost, storage_cost, currency
-                          from '{out / 'report_cost.parquet'}' order by run""").fetchall()
+                          from '{out / "report_cost.parquet"}' order by run""").fetchall()
     # each run: 2 classes × 2 workloads × 3 reps = 12 results of 10 s; 'fast' holds half of them
     assert cost[0][:4] == ("after", 12, pytest.approx(120), pytest.approx(18))
     wall_hours = (2 * 60 + 10) / 3600  # rep 1 starts at minute 1, rep 3 ends at minute 3 + 10 s
@@ -175,6 +221,8 @@ def test_report_tables_match_the_published_contract(thesis):
     from pvbench.stats.tables import STATS_REPORT_TABLES
 
     for table, columns in STATS_REPORT_TABLES.items():
-        got = {name: typ.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
-               for name, typ, *_ in thesis.execute(f"describe {table}").fetchall()}
+        got = {
+            name: typ.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
+            for name, typ, *_ in thesis.execute(f"describe {table}").fetchall()
+        }
         assert got == columns, table

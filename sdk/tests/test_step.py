@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import pvbench
+
 from pvbench.cells.cell import Cell
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CellKey
@@ -16,8 +16,25 @@ from pvbench.store.layout import CellKey
 def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> subprocess.CompletedProcess:
     target = target or tmp_path / "target"
     target.mkdir(exist_ok=True)
-    args = ["fio-step", "--target", str(target), "--campaign", "c1", "--run", "r1", "--occasion", "night",
-            "--rep", "2", "--ramp", "200ms", "--runtime", "500ms", "--size", "16M"]
+    args = [
+        "fio-step",
+        "--target",
+        str(target),
+        "--campaign",
+        "c1",
+        "--run",
+        "r1",
+        "--occasion",
+        "night",
+        "--rep",
+        "2",
+        "--ramp",
+        "200ms",
+        "--runtime",
+        "500ms",
+        "--size",
+        "16M",
+    ]
     defaults = {"--storage-class": "fast-ssd", "--profile": "dbench", "--workload": "randread-lat"}
     given = set(extra[::2])
     for k, v in defaults.items():
@@ -28,22 +45,49 @@ def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> s
 
 def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
     """A planned cell becomes the identity its result records; the store key is that identity's."""
-    cell = Cell(campaign="C1", run="r1", occasion="Night", storage_class="fast-ssd", profile="file:/x/job.fio",
-                workload="w", rep=2, order=5, seed=9)
+    cell = Cell(
+        campaign="C1",
+        run="r1",
+        occasion="Night",
+        storage_class="fast-ssd",
+        profile="file:/x/job.fio",
+        workload="w",
+        rep=2,
+        order=5,
+        seed=9,
+    )
     identity = cell.identity({"role": "baseline"})
-    assert identity.model_dump() == {"campaign": "C1", "run": "r1", "occasion": "Night", "storage_class": "fast-ssd",
-                                     "profile": "custom", "workload": "w", "rep": 2, "order": 5,
-                                     "labels": {"role": "baseline"}}
+    assert identity.model_dump() == {
+        "campaign": "C1",
+        "run": "r1",
+        "occasion": "Night",
+        "storage_class": "fast-ssd",
+        "profile": "custom",
+        "workload": "w",
+        "rep": 2,
+        "order": 5,
+        "labels": {"role": "baseline"},
+    }
     assert cell.key == identity.key == CellKey("C1", "r1", "Night", "fast-ssd", "custom", "w", 2)
-    assert identity.key.prefix() == ("results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/"
-                                     "profile=custom/workload=w/rep=2")
+    assert identity.key.prefix() == (
+        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=custom/workload=w/rep=2"
+    )
 
 
 def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):
     store = tmp_path / "store"
-    proc = step(tmp_path, "--store", str(store), "--out", str(tmp_path / "out"), "--label", "role=baseline",
-                "--seed", "42",
-                env={"PVBENCH_NODE_NAME": "node-a", "PVBENCH_PROVISIONER": "rancher.io/local-path"})
+    proc = step(
+        tmp_path,
+        "--store",
+        str(store),
+        "--out",
+        str(tmp_path / "out"),
+        "--label",
+        "role=baseline",
+        "--seed",
+        "42",
+        env={"PVBENCH_NODE_NAME": "node-a", "PVBENCH_PROVISIONER": "rancher.io/local-path"},
+    )
     assert proc.returncode == 0, proc.stderr
     key = CellKey("c1", "r1", "night", "fast-ssd", "dbench", "randread-lat", 2)
     doc = ResultDocument.from_json((store / key.result_key()).read_bytes())
@@ -87,8 +131,21 @@ def test_fio_failure_is_readable_and_nonzero(tmp_path):
 
 
 def test_sweep_80_percent_level_is_found_by_measurement(tmp_path):
-    proc = step(tmp_path, "--profile", "sweep", "--workload", "randread-4k-p80", "--store", str(tmp_path / "s"),
-                "--runtime", "500ms", "--ramp", "100ms", "--size", "8M")
+    proc = step(
+        tmp_path,
+        "--profile",
+        "sweep",
+        "--workload",
+        "randread-4k-p80",
+        "--store",
+        str(tmp_path / "s"),
+        "--runtime",
+        "500ms",
+        "--ramp",
+        "100ms",
+        "--size",
+        "8M",
+    )
     assert proc.returncode == 0, proc.stderr
     [path] = (tmp_path / "s").rglob("result.json")
     doc = ResultDocument.from_json(path.read_bytes())

@@ -9,8 +9,10 @@ from pvbench.store.layout import CellKey, analytics_prefix, slug
 
 def test_key_layout_is_hive_partitioned_and_slugged():
     key = CellKey("Thesis 2023", "azure", "1", "Azure Disk Storage", "imported", "Random read IOPS", 3)
-    assert key.result_key() == ("results/campaign=thesis-2023/run=azure/occasion=1/storage_class=azure-disk-storage/"
-                                "profile=imported/workload=random-read-iops/rep=3/result.json")
+    assert key.result_key() == (
+        "results/campaign=thesis-2023/run=azure/occasion=1/storage_class=azure-disk-storage/"
+        "profile=imported/workload=random-read-iops/rep=3/result.json"
+    )
     assert slug("rook-ceph.rbd") == "rook-ceph.rbd"  # DNS-1123 names are their own slug
     assert analytics_prefix("c") == "analytics/campaign=c/run=all"
     with pytest.raises(ValueError):
@@ -99,10 +101,14 @@ def test_spool_failure_does_not_lose_an_uploaded_result(tmp_path, s3_store_url):
     from pvbench.cells.publish import publish
     from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
 
-    doc = ResultDocument(identity=CellIdentity(campaign="c", run="r", occasion="o", storage_class="sc",
-                                               profile="p", workload="w", rep=1),
-                         workload=WorkloadSpec(), provenance=Provenance(source="test", pvbench_version="0"),
-                         metrics=[DirectionMetrics(direction="read", iops=1.0)])
+    doc = ResultDocument(
+        identity=CellIdentity(
+            campaign="c", run="r", occasion="o", storage_class="sc", profile="p", workload="w", rep=1
+        ),
+        workload=WorkloadSpec(),
+        provenance=Provenance(source="test", pvbench_version="0"),
+        metrics=[DirectionMetrics(direction="read", iops=1.0)],
+    )
     spool = tmp_path / "spool"
     spool.write_text("not a directory: every spool write fails")
     outcome = publish(doc, "{}", open_store(s3_store_url), spool)

@@ -115,8 +115,11 @@ def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], C
         where = run_of(obj.key)
         if where is not None:
             files.setdefault(where, set()).add(obj.key.rsplit("/", 1)[-1])
-    return {where: Compact(*where) for where, names in sorted(files.items())
-            if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names}
+    return {
+        where: Compact(*where)
+        for where, names in sorted(files.items())
+        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names
+    }
 
 
 def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts: Iterable[Compact]) -> None:
@@ -125,15 +128,15 @@ def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts:
     columns = ", ".join(f"{name} {kind}" for name, kind in DOCUMENT_COLUMNS.items())
     con.execute(f"CREATE OR REPLACE TABLE compact_documents ({columns})")
     if paths:
-        con.execute(f"INSERT INTO compact_documents SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet(?)",
-                    [paths])
+        con.execute(f"INSERT INTO compact_documents SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet(?)", [paths])
 
 
 def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:
     """Does the compact's documents table list exactly the run's result.json objects as they are now?"""
     try:
-        rows = con.execute("SELECT source_key, size, version FROM read_parquet(?)",
-                           [store.duckdb_path(compact.documents_key)]).fetchall()
+        rows = con.execute(
+            "SELECT source_key, size, version FROM read_parquet(?)", [store.duckdb_path(compact.documents_key)]
+        ).fetchall()
     except duckdb.Error as exc:  # unreadable (half-written by a killed run): rebuild it
         log.warning("compact %s is unreadable (%s); rebuilding it", compact.prefix, exc)
         return False
@@ -142,6 +145,7 @@ def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, l
 
 def _contents(store: Store, objects: tuple[StoredObject, ...]) -> Iterator[tuple[StoredObject, bytes | Exception]]:
     """Each object with its bytes (or the error reading them), in listing order; S3 reads overlap."""
+
     def read(obj: StoredObject):
         try:
             return obj, store.get_bytes(obj.key)
@@ -169,16 +173,23 @@ def validate(content: bytes):
         if not isinstance(data, dict) or "schema_version" not in data:
             return None, ("invalid", "not a pvbench result document (no schema_version)")
         if data["schema_version"] != SCHEMA_VERSION:
-            return None, ("other-schema",
-                          f"schema_version {data['schema_version']!r}; this pvbench reads {SCHEMA_VERSION}")
+            return None, (
+                "other-schema",
+                f"schema_version {data['schema_version']!r}; this pvbench reads {SCHEMA_VERSION}",
+            )
         errors = exc.errors()
         first = errors[0]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         return None, ("invalid", f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}")
 
 
-def build_compact(store: Store, listing: RunListing, compact_models: list, connect: Callable[[], duckdb.DuckDBPyConnection],
-                  failures: list[dict] | None = None) -> int:
+def build_compact(
+    store: Store,
+    listing: RunListing,
+    compact_models: list,
+    connect: Callable[[], duckdb.DuckDBPyConnection],
+    failures: list[dict] | None = None,
+) -> int:
     """Read the run's documents once, validate them, and write its compact; returns the valid count.
 
     Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into a
@@ -192,8 +203,14 @@ def build_compact(store: Store, listing: RunListing, compact_models: list, conne
         batch = Path(tmp) / "documents.ndjson"
         with batch.open("wb") as out:
             for obj, content in _contents(store, listing.objects):
-                row = {"source_key": obj.key, "size": obj.size, "version": obj.version, "cell_key": None,
-                       "problem": None, "reason": None}
+                row = {
+                    "source_key": obj.key,
+                    "size": obj.size,
+                    "version": obj.version,
+                    "cell_key": None,
+                    "problem": None,
+                    "reason": None,
+                }
                 if isinstance(content, Exception):
                     row.update(problem="invalid", reason=f"cannot be read: {content}")
                 else:
@@ -214,8 +231,9 @@ def build_compact(store: Store, listing: RunListing, compact_models: list, conne
                 try:
                     con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
                 except duckdb.Error as exc:
-                    raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}") \
-                        from exc
+                    raise AnalyticsError(
+                        f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}"
+                    ) from exc
             con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
             docs_file = Path(tmp) / COMPACT_DOCUMENTS_FILE
             insert_rows(con, "documents", DOCUMENT_COLUMNS, documents)
@@ -225,8 +243,9 @@ def build_compact(store: Store, listing: RunListing, compact_models: list, conne
             store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
             if failures is not None:
                 failures_file = Path(tmp) / COMPACT_FAILURES_FILE
-                insert_rows(con, "failures", FAILURES_COLUMNS,
-                            [{**f, "run": f.get("run") or listing.run} for f in failures])
+                insert_rows(
+                    con, "failures", FAILURES_COLUMNS, [{**f, "run": f.get("run") or listing.run} for f in failures]
+                )
                 con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
                 store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
             store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)

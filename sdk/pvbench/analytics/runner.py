@@ -133,9 +133,12 @@ def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
     class/profile/workload/rep inside) is left out, the copy at the key the layout gives that
     identity being the one counted.
     """
-    skipped = [{"source_key": key, "problem": problem, "reason": reason, "counted_as": None}
-               for key, problem, reason in con.execute(
-                   "SELECT source_key, problem, reason FROM compact_documents WHERE problem IS NOT NULL").fetchall()]
+    skipped = [
+        {"source_key": key, "problem": problem, "reason": reason, "counted_as": None}
+        for key, problem, reason in con.execute(
+            "SELECT source_key, problem, reason FROM compact_documents WHERE problem IS NOT NULL"
+        ).fetchall()
+    ]
     con.execute("""
         CREATE OR REPLACE TABLE counted_documents AS
         SELECT source_key, cell_key FROM compact_documents WHERE problem IS NULL
@@ -143,8 +146,14 @@ def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
     for key, keep in con.execute("""
             SELECT d.source_key, c.source_key FROM compact_documents d JOIN counted_documents c USING (cell_key)
             WHERE d.problem IS NULL AND d.source_key <> c.source_key""").fetchall():
-        skipped.append({"source_key": key, "problem": "duplicate", "counted_as": keep,
-                        "reason": f"the same cell as {keep} (its identity says so), counted once"})
+        skipped.append(
+            {
+                "source_key": key,
+                "problem": "duplicate",
+                "counted_as": keep,
+                "reason": f"the same cell as {keep} (its identity says so), counted once",
+            }
+        )
     return sorted(skipped, key=lambda r: r["source_key"])
 
 
@@ -166,9 +175,14 @@ def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
     return [m for m in models if m.name in needed], [m for m in models if m.name not in needed]
 
 
-def refresh_compacts(store: Store, campaign: str | None, run: str | None = None, root: Path | None = None,
-                     failures: list[dict] | None = None,
-                     progress: Callable[[str], None] | None = None) -> list[Compact]:
+def refresh_compacts(
+    store: Store,
+    campaign: str | None,
+    run: str | None = None,
+    root: Path | None = None,
+    failures: list[dict] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Compact]:
     """Bring the compacts up to date and return those to read.
 
     Without ``run``: every run of the campaign (or of the store) is listed and any run whose
@@ -200,9 +214,14 @@ def refresh_compacts(store: Store, campaign: str | None, run: str | None = None,
         # Without --run every run was listed: a compact whose run has no result.json left stays
         # out (its results were removed), unless it never had any (a run whose every cell failed
         # keeps its failures).
-        return [c for where, c in existing.items()
-                if where in listings or not con.execute("SELECT count(*) FROM read_parquet(?)",
-                                                        [store.duckdb_path(c.documents_key)]).fetchone()[0]]
+        return [
+            c
+            for where, c in existing.items()
+            if where in listings
+            or not con.execute("SELECT count(*) FROM read_parquet(?)", [store.duckdb_path(c.documents_key)]).fetchone()[
+                0
+            ]
+        ]
     finally:
         con.close()
 
@@ -214,18 +233,25 @@ def install_failures(con: duckdb.DuckDBPyConnection, store: Store, compacts: lis
     insert_rows(con, FAILURES_TABLE, FAILURES_COLUMNS, [])
     if paths:
         names = ", ".join(FAILURES_COLUMNS)
-        con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT {names} FROM read_parquet(?, union_by_name = true)",
-                    [paths])
+        con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT {names} FROM read_parquet(?, union_by_name = true)", [paths])
 
 
 Step = Callable[[duckdb.DuckDBPyConnection], None]
 
 
-def build_tables(store: Store, campaign: str | None = None, run: str | None = None,
-                 root: Path | None = None, *, before: Sequence[Step] = (), after: Sequence[Step] = (),
-                 failures: list[dict] | None = None,
-                 warn: Callable[[str], None] | None = None, only_run: bool = False,
-                 progress: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+def build_tables(
+    store: Store,
+    campaign: str | None = None,
+    run: str | None = None,
+    root: Path | None = None,
+    *,
+    before: Sequence[Step] = (),
+    after: Sequence[Step] = (),
+    failures: list[dict] | None = None,
+    warn: Callable[[str], None] | None = None,
+    only_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """Run every model over the campaign's compacts; returns the connection holding the tables.
 
     ``run``: the run that is new or changed — only it is listed and compacted, and the tables
@@ -254,14 +280,18 @@ def build_tables(store: Store, campaign: str | None = None, run: str | None = No
     if len(skipped) > MAX_WARNINGS:
         warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
     compact_models, campaign_models = compaction_models(discover_models(root))
-    con.execute(f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS
+    con.execute(
+        f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS
         SELECT * FROM read_parquet(?, union_by_name = true) WHERE source_key IN (SELECT source_key FROM counted_documents)""",
-                [[store.duckdb_path(c.rows_key) for c in compacts]])
+        [[store.duckdb_path(c.rows_key) for c in compacts]],
+    )
     if not con.execute(f"SELECT count(*) FROM {COMPACT_TABLE}").fetchone()[0]:
         if not con.execute("SELECT count(*) FROM compact_documents").fetchone()[0]:
             raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
-        raise AnalyticsError(f"no valid results in {store.url}/{prefix}: {len(skipped)} document(s) left out"
-                             + (f"; what failed:{failed}" if failed else ""))
+        raise AnalyticsError(
+            f"no valid results in {store.url}/{prefix}: {len(skipped)} document(s) left out"
+            + (f"; what failed:{failed}" if failed else "")
+        )
     install_skipped(con, skipped)
     load_seeds(con, root)
     install_failures(con, store, compacts)
@@ -292,8 +322,13 @@ def output_tables(root: Path | None = None, extra_tables: Sequence[str] = ()) ->
     return [m.name for m in campaign_models if m.name not in INTERNAL_TABLES | PER_RESULT_TABLES] + list(extra_tables)
 
 
-def write_parquet(con: duckdb.DuckDBPyConnection, out: Store | Path, prefix: str = "",
-                  root: Path | None = None, extra_tables: Sequence[str] = ()) -> dict[str, int]:
+def write_parquet(
+    con: duckdb.DuckDBPyConnection,
+    out: Store | Path,
+    prefix: str = "",
+    root: Path | None = None,
+    extra_tables: Sequence[str] = (),
+) -> dict[str, int]:
     """Write every output table as <prefix>/<table>.parquet; returns row counts."""
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="pvbench-parquet-") as tmp:

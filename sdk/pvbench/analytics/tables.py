@@ -68,6 +68,8 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, s
         handle.flush()
         if count:
             types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
-            con.execute(f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', "
-                        f"columns = {types})", [handle.name])
+            con.execute(
+                f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', columns = {types})",
+                [handle.name],
+            )
     return count

@@ -73,13 +73,23 @@ def guard(
 @app.command()
 def submit(
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="name=value, repeatable")] = None,
-    host: Annotated[str, typer.Option(envvar="ARGO_SERVER_URL", help="Argo Server URL, e.g. https://localhost:2746")] = "https://localhost:2746",
-    token_file: Annotated[Optional[Path], typer.Option(
-        "--token-file", envvar="ARGO_TOKEN_FILE",
-        help="File holding the bearer token (`argo auth token > FILE`); or set ARGO_TOKEN")] = None,
-    token: Annotated[Optional[str], typer.Option(
-        "--token", hidden=True,
-        help="Deprecated: a token on the command line is visible in the process list")] = None,
+    host: Annotated[
+        str, typer.Option(envvar="ARGO_SERVER_URL", help="Argo Server URL, e.g. https://localhost:2746")
+    ] = "https://localhost:2746",
+    token_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--token-file",
+            envvar="ARGO_TOKEN_FILE",
+            help="File holding the bearer token (`argo auth token > FILE`); or set ARGO_TOKEN",
+        ),
+    ] = None,
+    token: Annotated[
+        Optional[str],
+        typer.Option(
+            "--token", hidden=True, help="Deprecated: a token on the command line is visible in the process list"
+        ),
+    ] = None,
     namespace: Annotated[str, typer.Option(envvar="ARGO_NAMESPACE", help="Namespace of the chart")] = "pvbench",
     template: Annotated[str, typer.Option(help="WorkflowTemplate to submit")] = c.BENCHMARK_TEMPLATE,
     label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the workflow, repeatable")] = None,
@@ -88,11 +98,14 @@ def submit(
 ) -> None:
     """Submit a benchmark run from the installed WorkflowTemplate (parameters checked locally first)."""
     from pvbench.argo.render import find_root
-    from pvbench.argo.submit import SubmitError, parse_pairs, read_token, submit as do_submit, template_parameters
+    from pvbench.argo.submit import SubmitError, parse_pairs, read_token, template_parameters
+    from pvbench.argo.submit import submit as do_submit
 
     if token is not None:
-        console.print("[yellow]warning:[/] --token is deprecated: any user of this machine can read it in the "
-                      "process list; set ARGO_TOKEN or use --token-file")
+        console.print(
+            "[yellow]warning:[/] --token is deprecated: any user of this machine can read it in the "
+            "process list; set ARGO_TOKEN or use --token-file"
+        )
     try:
         token = read_token(token=token, token_file=token_file)
         params = parse_pairs(param or [])
@@ -102,9 +115,16 @@ def submit(
             known = template_parameters(find_root(root) / "templates" / "benchmark.yaml")
         except FileNotFoundError:
             pass  # installed without the repository: the server checks
-        name = do_submit(host=host, namespace=namespace, parameters=params, labels=labels, token=token,
-                         verify_ssl=not insecure, template=template,
-                         known=known if template == c.BENCHMARK_TEMPLATE else None)
+        name = do_submit(
+            host=host,
+            namespace=namespace,
+            parameters=params,
+            labels=labels,
+            token=token,
+            verify_ssl=not insecure,
+            template=template,
+            known=known if template == c.BENCHMARK_TEMPLATE else None,
+        )
     except SubmitError as exc:
         _fail(str(exc))
     except Exception as exc:  # network, auth, server-side validation: the server's words

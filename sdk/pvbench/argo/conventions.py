@@ -37,15 +37,15 @@ RUN_AS_USER = 10001
 
 # Labels.
 LABEL_PREFIX = "pvbench.io"
-LABEL_ROLE = f"{LABEL_PREFIX}/role"            # baseline | candidate | adhoc
-LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"    # weekday-office | weekday-night | weekend | adhoc
-LABEL_CAMPAIGN = f"{LABEL_PREFIX}/campaign"    # the campaign label (report links use it)
+LABEL_ROLE = f"{LABEL_PREFIX}/role"  # baseline | candidate | adhoc
+LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"  # weekday-office | weekday-night | weekend | adhoc
+LABEL_CAMPAIGN = f"{LABEL_PREFIX}/campaign"  # the campaign label (report links use it)
 LABEL_COMPONENT = f"{LABEL_PREFIX}/component"  # benchmark (the fio pods, for anti-affinity)
 COMPONENT_BENCHMARK = "benchmark"
-LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"    # the workflow that created a PVC (exit-handler cleanup)
+LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"  # the workflow that created a PVC (exit-handler cleanup)
 
 # Paths inside the step pods.
-TARGET_DIR = "/data"           # the fresh PVC under test
+TARGET_DIR = "/data"  # the fresh PVC under test
 CELL_OUT_DIR = "/tmp/pvbench/out"
 STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"

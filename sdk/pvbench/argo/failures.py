@@ -17,8 +17,11 @@ from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 CELL_TEMPLATE = "benchmark-cell"
 _ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
 # What a parent node says when only a child failed: not a failure of its own.
-_ONLY_A_CHILD = re.compile(r"^child '.*' (failed|errored)$|^(template has failed or errored children|"
-                           r"No more retries left|Stopped with strategy '\w+')", re.I)
+_ONLY_A_CHILD = re.compile(
+    r"^child '.*' (failed|errored)$|^(template has failed or errored children|"
+    r"No more retries left|Stopped with strategy '\w+')",
+    re.I,
+)
 
 
 class FailuresError(ValueError):
@@ -47,8 +50,16 @@ def parse_failures(text: str | None) -> list[dict]:
         cell = cell_of(display) if template == CELL_TEMPLATE else {}
         if not cell and (not message or _ONLY_A_CHILD.search(message)):
             continue  # e.g. the fan-out's group node, or a DAG that only says a child failed
-        row = {"node": display, "template": template, "phase": node.get("phase") or "", "message": message,
-               "storage_class": None, "workload": None, "rep": None, "finished_at": node.get("finishedAt") or None}
+        row = {
+            "node": display,
+            "template": template,
+            "phase": node.get("phase") or "",
+            "message": message,
+            "storage_class": None,
+            "workload": None,
+            "rep": None,
+            "finished_at": node.get("finishedAt") or None,
+        }
         row.update(cell)
         rows.append(row)
     return rows

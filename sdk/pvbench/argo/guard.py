@@ -49,18 +49,25 @@ class Api:
     def in_cluster(cls) -> "Api":
         host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
         if not host or not os.path.exists(f"{SA_DIR}/token"):
-            raise GuardError("not in a pod with a ServiceAccount token (KUBERNETES_SERVICE_HOST, "
-                             f"{SA_DIR}/token): run the guard in the cluster")
+            raise GuardError(
+                "not in a pod with a ServiceAccount token (KUBERNETES_SERVICE_HOST, "
+                f"{SA_DIR}/token): run the guard in the cluster"
+            )
         with open(f"{SA_DIR}/token") as f:
             token = f.read().strip()
         return cls(f"https://{host}:{port}", token, ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt"))
 
-    def call(self, method: str, path: str, body: dict | None = None,
-             content_type: str = "application/json") -> dict:
-        req = urllib.request.Request(self.server + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json",
-                                              "Content-Type": content_type})
+    def call(self, method: str, path: str, body: dict | None = None, content_type: str = "application/json") -> dict:
+        req = urllib.request.Request(
+            self.server + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Accept": "application/json",
+                "Content-Type": content_type,
+            },
+        )
         try:
             with urllib.request.urlopen(req, context=self.context, timeout=20) as r:
                 return json.loads(r.read() or b"{}")
@@ -107,10 +114,16 @@ def why_not_started(api: Api, namespace: str, pod: dict) -> str:
         phase, sc = pvc.get("status", {}).get("phase", "?"), pvc.get("spec", {}).get("storageClassName")
         if phase == "Bound":
             continue
-        events = api.call("GET", f"/api/v1/namespaces/{namespace}/events?" + urllib.parse.urlencode(
-            {"fieldSelector": f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}"}))
-        last = max(events.get("items") or [], default=None,
-                   key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        events = api.call(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/events?"
+            + urllib.parse.urlencode(
+                {"fieldSelector": f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}"}
+            ),
+        )
+        last = max(
+            events.get("items") or [], default=None, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or ""
+        )
         said = f": {last['message']}" if last and last.get("message") else ""
         parts.append(f"its volume (storage class {sc}) is still {phase}{said}")
     for cond in pod.get("status", {}).get("conditions") or []:
@@ -122,19 +135,27 @@ def why_not_started(api: Api, namespace: str, pod: dict) -> str:
 def check(api: Api, namespace: str, now: datetime | None = None, log=print) -> list[str]:
     """One pass: fail every overdue, unscheduled cell pod of the namespace. Returns their names."""
     now = now or datetime.now(timezone.utc)
-    pods = api.call("GET", f"/api/v1/namespaces/{namespace}/pods?" + urllib.parse.urlencode(
-        {"labelSelector": SELECTOR, "fieldSelector": "status.phase=Pending"}))
+    pods = api.call(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/pods?"
+        + urllib.parse.urlencode({"labelSelector": SELECTOR, "fieldSelector": "status.phase=Pending"}),
+    )
     failed = []
     for pod in pods.get("items") or []:
         late = overdue(pod, now)
         if late is None:
             continue
         name, deadline = pod["metadata"]["name"], pod["spec"]["activeDeadlineSeconds"]
-        message = (f"pvbench: the cell did not start within its deadline of {deadline} s "
-                   f"(volume-timeout plus its fio time): {why_not_started(api, namespace, pod)}")
-        api.call("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status",
-                 {"status": {"phase": "Failed", "reason": REASON, "message": message}},
-                 content_type="application/merge-patch+json")
+        message = (
+            f"pvbench: the cell did not start within its deadline of {deadline} s "
+            f"(volume-timeout plus its fio time): {why_not_started(api, namespace, pod)}"
+        )
+        api.call(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"status": {"phase": "Failed", "reason": REASON, "message": message}},
+            content_type="application/merge-patch+json",
+        )
         log(f"{name}: failed {late:.0f} s past its deadline: {message}")
         failed.append(name)
     return failed

@@ -24,11 +24,20 @@ def placeholder_key(fn: Callable[..., str], **placeholders: str) -> str:
     return key
 
 
-def cell_prefix(campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str,
-                rep: str) -> str:
+def cell_prefix(
+    campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str, rep: str
+) -> str:
     """Where one cell's result.json and fio.json go."""
-    return placeholder_key(layout.cell_prefix, campaign=campaign, run=run, occasion=occasion,
-                           storage_class=storage_class, profile=profile, workload=workload, rep=rep)
+    return placeholder_key(
+        layout.cell_prefix,
+        campaign=campaign,
+        run=run,
+        occasion=occasion,
+        storage_class=storage_class,
+        profile=profile,
+        workload=workload,
+        rep=rep,
+    )
 
 
 def run_results_prefix(campaign: str, run: str) -> str:

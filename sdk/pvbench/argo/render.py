@@ -91,8 +91,11 @@ def render_all(root: Path, check: bool = False) -> list[Outcome]:
         changed = current != text
         diff = ""
         if changed:
-            diff = "".join(difflib.unified_diff(current.splitlines(True), text.splitlines(True),
-                                                str(path.relative_to(root)), "rendered"))
+            diff = "".join(
+                difflib.unified_diff(
+                    current.splitlines(True), text.splitlines(True), str(path.relative_to(root)), "rendered"
+                )
+            )
             if not check:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text)

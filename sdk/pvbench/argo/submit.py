@@ -35,8 +35,9 @@ def check_parameters(given: dict[str, str], known: dict[str, dict]) -> None:
             raise SubmitError(f"parameter {name}={value!r} is not one of {enum}")
 
 
-def read_token(*, token: str | None = None, token_file: Path | None = None,
-               env: dict[str, str] | None = None) -> str | None:
+def read_token(
+    *, token: str | None = None, token_file: Path | None = None, env: dict[str, str] | None = None
+) -> str | None:
     """The Argo Server bearer token: --token-file (or $ARGO_TOKEN_FILE), else $ARGO_TOKEN, else the
     deprecated --token. Never read from a plain option by default: a command line is visible
     to every user of the machine (ps), an environment variable or a file is not."""

@@ -26,8 +26,10 @@ def check_repetitions(value: int, what: str = "repetitions") -> int:
     if value < 1:
         raise ValueError(f"{what} must be at least 1, not {value}")
     if value > MAX_REPETITIONS:
-        raise ValueError(f"{what} {value} is more than pvbench runs ({MAX_REPETITIONS} per cell and run); "
-                         "split the work into several runs or occasions")
+        raise ValueError(
+            f"{what} {value} is more than pvbench runs ({MAX_REPETITIONS} per cell and run); "
+            "split the work into several runs or occasions"
+        )
     return value
 
 
@@ -87,9 +89,17 @@ class Cell(BaseModel):
 
     def identity(self, labels: dict[str, str] | None = None) -> CellIdentity:
         """The identity this cell's result records (and is stored under)."""
-        return CellIdentity(campaign=self.campaign, run=self.run, occasion=self.occasion,
-                            storage_class=self.storage_class, profile=self.profile_name, workload=self.workload,
-                            rep=self.rep, order=self.order, labels=dict(labels or {}))
+        return CellIdentity(
+            campaign=self.campaign,
+            run=self.run,
+            occasion=self.occasion,
+            storage_class=self.storage_class,
+            profile=self.profile_name,
+            workload=self.workload,
+            rep=self.rep,
+            order=self.order,
+            labels=dict(labels or {}),
+        )
 
     @property
     def key(self) -> CellKey:

@@ -91,8 +91,9 @@ def flush(spool: Path, store: Store) -> tuple[list[str], list[tuple[str, str]]]:
     A spool that is not a directory is an error (StoreError), not "nothing to upload".
     """
     if not spool.is_dir():
-        raise StoreError(f"spool directory {spool} does not exist" if not spool.exists()
-                         else f"spool {spool} is not a directory")
+        raise StoreError(
+            f"spool directory {spool} does not exist" if not spool.exists() else f"spool {spool} is not a directory"
+        )
     done, failed = [], []
     local = LocalStore(spool)
     for result_key in pending(spool):

@@ -37,8 +37,7 @@ def max_jobs(test: FioTest) -> int:
 
 def probe_timing(timing: Timing) -> Timing:
     """The short runs of the 80%-of-max search: a fifth of the runtime, at most 5 s."""
-    return Timing(ramp_s=min(timing.ramp_s, 1.0), runtime_s=max(0.5, min(5.0, timing.runtime_s / 5)),
-                  size=timing.size)
+    return Timing(ramp_s=min(timing.ramp_s, 1.0), runtime_s=max(0.5, min(5.0, timing.runtime_s / 5)), size=timing.size)
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,7 @@ class CellPlan:
         return volume_wait_s + 2 * self.fio_seconds + layout + CELL_OVERHEAD_S
 
 
-def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverrides(),
-              check: bool = True) -> CellPlan:
+def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverrides(), check: bool = True) -> CellPlan:
     """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong."""
     profile = load_profile(cell.profile)
     test = profile.test(cell.workload)
@@ -105,8 +103,13 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
     probe = probe_timing(timing)
 
     def measure(depth: int, jobs: int) -> float:
-        jobfile = render_jobfile(plan.profile, [test], probe, plan.target,
-                                 overrides={test.name: {"iodepth": str(depth), "numjobs": str(jobs)}})
+        jobfile = render_jobfile(
+            plan.profile,
+            [test],
+            probe,
+            plan.target,
+            overrides={test.name: {"iodepth": str(depth), "numjobs": str(jobs)}},
+        )
         return _total_iops(run_fio(jobfile, plan.fio_timeout_s))
 
     maximum = measure(32, 1)
@@ -144,10 +147,19 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
     options = {**run.output.get("global options", {}), **run.output["jobs"][0].get("job options", {})}
     identity = cell.identity(labels)
     workload = WorkloadSpec(
-        rw=test.rw, bs=test.bs, bs_bytes=test.bs_bytes,
-        iodepth=int(options.get("iodepth", test.iodepth)), numjobs=int(options.get("numjobs", test.numjobs)),
-        rwmixread=test.rwmixread, fsync=test.fsync, ramp_s=timing.ramp_s, runtime_s=timing.runtime_s,
-        size_bytes=timing.size_bytes, group=test.group, load=test.load, title=test.title,
+        rw=test.rw,
+        bs=test.bs,
+        bs_bytes=test.bs_bytes,
+        iodepth=int(options.get("iodepth", test.iodepth)),
+        numjobs=int(options.get("numjobs", test.numjobs)),
+        rwmixread=test.rwmixread,
+        fsync=test.fsync,
+        ramp_s=timing.ramp_s,
+        runtime_s=timing.runtime_s,
+        size_bytes=timing.size_bytes,
+        group=test.group,
+        load=test.load,
+        title=test.title,
         headline_metric=test.headline_metric,
     )
     provenance = Provenance(

@@ -20,18 +20,24 @@ app = typer.Typer()  # aggregate, summary, compare: top-level commands
 @local_app.command("run")
 def local_run(
     config: Annotated[Path, typer.Argument(help="Local-mode YAML config (see examples/demo.yaml)")],
-    run: Annotated[Optional[str], typer.Option(
-        help="Run id (default: local-<UTC time, µs>-<random>); refused if the store already holds results "
-             "of this run in the occasions to run")] = None,
+    run: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Run id (default: local-<UTC time, µs>-<random>); refused if the store already holds results "
+            "of this run in the occasions to run"
+        ),
+    ] = None,
     occasion: Annotated[Optional[list[str]], typer.Option(help="Run only these occasions of the config")] = None,
     aggregate: Annotated[bool, typer.Option(help="Aggregate the campaign afterwards")] = True,
     dry_run: Annotated[bool, typer.Option(help="Check and print the plan, run nothing")] = False,
-    limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML for anomaly flags and cost")] = None,
+    limits: Annotated[
+        Optional[Path], typer.Option(help="Storage class limits/prices YAML for anomaly flags and cost")
+    ] = None,
 ) -> None:
     """Benchmark the configured local directories as storage classes, then aggregate."""
     from pvbench.cells.cell import check_label
-    from pvbench.local.config import ConfigError, load_config
     from pvbench.fio.runner import stop_on_signals
+    from pvbench.local.config import ConfigError, load_config
     from pvbench.local.runner import default_run_id, existing_results, plan_run, run_local
     from pvbench.profiles import ProfileError
     from pvbench.store import open_store
@@ -53,40 +59,57 @@ def local_run(
         # The same --run twice would overwrite the first run's results: refused, before anything runs.
         taken = existing_results(cfg, run_id, occasion)
         if taken:
-            raise ConfigError(f"run {run_id!r} of campaign {cfg.campaign!r} already has {len(taken)} result(s) in "
-                              f"these occasions (store {cfg.store} or spool {cfg.spool}); running it again would "
-                              "overwrite them: choose another --run (or leave it out for a new id)")
+            raise ConfigError(
+                f"run {run_id!r} of campaign {cfg.campaign!r} already has {len(taken)} result(s) in "
+                f"these occasions (store {cfg.store} or spool {cfg.spool}); running it again would "
+                "overwrite them: choose another --run (or leave it out for a new id)"
+            )
     except (ConfigError, ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     per_cell = plans[0].timing.ramp_s + plans[0].timing.runtime_s
-    console.print(f"[bold]{cfg.campaign}[/] run [bold]{run_id}[/]: {len(plans)} cells "
-                  f"({len(cfg.storage_classes)} storage classes × {', '.join(cfg.profiles)} × "
-                  f"{cfg.repetitions} reps × {len(occasion or cfg.occasions)} occasions), "
-                  f"≥ {len(plans) * per_cell / 60:.1f} min of fio; store {cfg.store}")
+    console.print(
+        f"[bold]{cfg.campaign}[/] run [bold]{run_id}[/]: {len(plans)} cells "
+        f"({len(cfg.storage_classes)} storage classes × {', '.join(cfg.profiles)} × "
+        f"{cfg.repetitions} reps × {len(occasion or cfg.occasions)} occasions), "
+        f"≥ {len(plans) * per_cell / 60:.1f} min of fio; store {cfg.store}"
+    )
     if dry_run:
         for plan in plans:
             print(f"{plan.cell.order:4d} {plan.cell.describe()} -> {plan.target}")
         return
     with stop_on_signals():  # SIGTERM/SIGINT: fio is stopped, targets cleaned, stored results kept
         report = run_local(cfg, plans, run_id, console)
-    console.print(f"stored {len(report.stored)}, failed {len(report.failed)}, not uploaded {len(report.spooled)}; "
-                  f"wall {report.wall_seconds:.0f} s for {report.fio_seconds:.0f} s of fio")
+    console.print(
+        f"stored {len(report.stored)}, failed {len(report.failed)}, not uploaded {len(report.spooled)}; "
+        f"wall {report.wall_seconds:.0f} s for {report.fio_seconds:.0f} s of fio"
+    )
     for failure in report.failed:
         console.print(f"[red]failed[/] {failure.cell.describe()}: {failure.error}")
     if report.spooled:
-        console.print(f"[yellow]results kept in {cfg.spool}[/]; upload later with "
-                      f"pvbench store flush --spool {cfg.spool} --store {cfg.store}")
+        console.print(
+            f"[yellow]results kept in {cfg.spool}[/]; upload later with "
+            f"pvbench store flush --spool {cfg.spool} --store {cfg.store}"
+        )
     if report.interrupted is not None:
-        fail(f"run {run_id} {report.interrupted} after {len(report.stored)} stored result(s), which are kept; "
-             "fio was stopped and its files removed", code=report.interrupted.exit_code)
+        fail(
+            f"run {run_id} {report.interrupted} after {len(report.stored)} stored result(s), which are kept; "
+            "fio was stopped and its files removed",
+            code=report.interrupted.exit_code,
+        )
     if aggregate and report.stored:
         _aggregate(cfg.store, cfg.campaign, None, None, limits)
     if not report.ok:
         raise typer.Exit(1)
 
 
-def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path | None,
-               limits: Path | None = None, failures: list[dict] | None = None) -> None:
+def _aggregate(
+    store_url: str,
+    campaign: str | None,
+    run: str | None,
+    out: Path | None,
+    limits: Path | None = None,
+    failures: list[dict] | None = None,
+) -> None:
     from pvbench.analytics import AnalyticsError
     from pvbench.pipeline import aggregate
     from pvbench.stats.limits import LimitsError
@@ -96,8 +119,16 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
     warnings: list[str] = []
     try:
         with console.status("aggregating with DuckDB") as status:
-            where, counts = aggregate(open_store(store_url), campaign, run, out, limits=limits, failures=failures,
-                                      warn=warnings.append, progress=status.update)
+            where, counts = aggregate(
+                open_store(store_url),
+                campaign,
+                run,
+                out,
+                limits=limits,
+                failures=failures,
+                warn=warnings.append,
+                progress=status.update,
+            )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
     for line in warnings:
@@ -112,16 +143,31 @@ def _aggregate(store_url: str, campaign: str | None, run: str | None, out: Path 
 def aggregate_cmd(
     store: Annotated[str, typer.Option(help="Store URL: a directory or s3://bucket/prefix")],
     campaign: Annotated[Optional[str], typer.Option(help="Campaign to aggregate (default: all)")] = None,
-    run: Annotated[Optional[str], typer.Option(
-        help="The run that just finished: only it is listed and compacted, the campaign's other runs are "
-             "read from their compacts as they are (without --run every run is checked)")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")] = None,
-    limits: Annotated[Optional[Path], typer.Option(help="Storage class limits/prices YAML (else $PVBENCH_LIMITS, "
-                                                   "else config/limits.yaml in the store)")] = None,
-    argo_failures: Annotated[Optional[str], typer.Option(
-        help="Argo's {{workflow.failures}} (the exit handler passes it): the report names each failed cell")] = None,
-    argo_status: Annotated[Optional[str], typer.Option(
-        help="Argo's {{workflow.status}}, printed with the outcome")] = None,
+    run: Annotated[
+        Optional[str],
+        typer.Option(
+            help="The run that just finished: only it is listed and compacted, the campaign's other runs are "
+            "read from their compacts as they are (without --run every run is checked)"
+        ),
+    ] = None,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Write Parquet here instead of the store's analytics/ prefix")
+    ] = None,
+    limits: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Storage class limits/prices YAML (else $PVBENCH_LIMITS, else config/limits.yaml in the store)"
+        ),
+    ] = None,
+    argo_failures: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Argo's {{workflow.failures}} (the exit handler passes it): the report names each failed cell"
+        ),
+    ] = None,
+    argo_status: Annotated[
+        Optional[str], typer.Option(help="Argo's {{workflow.status}}, printed with the outcome")
+    ] = None,
 ) -> None:
     """Compact new or changed runs, run analytics/ (DuckDB) over the campaign and write its Parquet tables.
 
@@ -150,7 +196,6 @@ def summary_cmd(
     from pvbench.analytics import AnalyticsError
     from pvbench.pipeline import build_tables
     from pvbench.store import open_store
-
     from pvbench.store.backends import StoreError
 
     warnings: list[str] = []
@@ -165,7 +210,9 @@ def summary_cmd(
     ).fetchall()
     table = Table("workload", "dir", "storage class", "mean ± sd", "unit", "CV", "n", "rank")
     for title, direction, sc, unit, mean, sd, cv, n, rank in rows:
-        table.add_row(title, direction, sc, f"{mean:,.1f} ± {sd or 0:,.1f}", unit, f"{(cv or 0):.1%}", str(n), str(rank))
+        table.add_row(
+            title, direction, sc, f"{mean:,.1f} ± {sd or 0:,.1f}", unit, f"{(cv or 0):.1%}", str(n), str(rank)
+        )
     Console().print(table)
 
 
@@ -196,8 +243,10 @@ def import_thesis_csv(
         if not outcome.stored:
             errors.append(outcome.error)
     stored = len(read.documents) - len(errors)
-    console.print(f"imported {stored} result(s) into {target.url} (campaign {campaign})"
-                  + (f"; {len(read.skipped)} duplicate row(s) skipped" if read.skipped else ""))
+    console.print(
+        f"imported {stored} result(s) into {target.url} (campaign {campaign})"
+        + (f"; {len(read.skipped)} duplicate row(s) skipped" if read.skipped else "")
+    )
     if errors:
         fail(f"{len(errors)} result(s) could not be stored: {errors[0]}", code=3)
 

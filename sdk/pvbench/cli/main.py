@@ -45,7 +45,9 @@ def _register() -> None:
     try:  # the two Argo commands people type most, also at the top level
         from pvbench.argo import cli as argo_cli
 
-        app.command("render", help="Render templates/ from workflows/ (same as `pvbench argo render`).")(argo_cli.render)
+        app.command("render", help="Render templates/ from workflows/ (same as `pvbench argo render`).")(
+            argo_cli.render
+        )
         app.command("submit", help="Submit a benchmark run to Argo (same as `pvbench argo submit`).")(argo_cli.submit)
     except ImportError:
         pass

@@ -22,8 +22,9 @@ def profiles_list() -> None:
     table = Table("profile", "tests", "ramp/runtime/size", "source")
     for profile in PROFILES.values():
         t = profile.timing
-        table.add_row(profile.name, str(len(profile.tests)), f"{t.ramp_s:g}s / {t.runtime_s:g}s / {t.size}",
-                      profile.source)
+        table.add_row(
+            profile.name, str(len(profile.tests)), f"{t.ramp_s:g}s / {t.runtime_s:g}s / {t.size}", profile.source
+        )
     Console().print(table)
 
 
@@ -47,6 +48,7 @@ def profiles_show(
         return
     table = Table("test", "title", "rw", "bs", "iodepth", "numjobs", "mix", "fsync", title=p.description)
     for t in p.tests:
-        table.add_row(t.name, t.title, t.rw, t.bs, str(t.iodepth), str(t.numjobs),
-                      str(t.rwmixread or ""), str(t.fsync or ""))
+        table.add_row(
+            t.name, t.title, t.rw, t.bs, str(t.iodepth), str(t.numjobs), str(t.rwmixread or ""), str(t.fsync or "")
+        )
     Console().print(table)

@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
+from pvbench.cli.common import console, fail, parse_labels, split_list
+from pvbench.cli.profiles import PROFILE_NAMES
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
 from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
-from pvbench.cli.profiles import PROFILE_NAMES
 
 app = typer.Typer()
 
@@ -21,13 +21,19 @@ app = typer.Typer()
 # ---------------------------------------------------------------- matrix
 def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests):
     from pvbench.cells.matrix import expand
-
     from pvbench.store.layout import check_distinct_keys
 
     try:
-        cells = expand(campaign=campaign, run=run, occasion=occasion, storage_classes=split_list(storage_classes),
-                       profiles=split_list(profiles), repetitions=repetitions, seed=seed,
-                       tests=split_list(tests) or None)
+        cells = expand(
+            campaign=campaign,
+            run=run,
+            occasion=occasion,
+            storage_classes=split_list(storage_classes),
+            profiles=split_list(profiles),
+            repetitions=repetitions,
+            seed=seed,
+            tests=split_list(tests) or None,
+        )
         check_distinct_keys((cell.describe(), cell.key) for cell in cells)
     except (ProfileError, ValueError) as exc:
         fail(str(exc))
@@ -46,8 +52,14 @@ TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, c
 
 @app.command()
 def expand(
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+    campaign: CampaignOpt,
+    run: RunOpt,
+    occasion: OccasionOpt,
+    storage_classes: ClassesOpt,
+    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME,
+    repetitions: RepsOpt = 1,
+    seed: SeedOpt = 1,
+    tests: TestsOpt = "",
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
@@ -60,20 +72,33 @@ def expand(
 
 @app.command()
 def validate(
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt, storage_classes: ClassesOpt,
-    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME, repetitions: RepsOpt = 1, seed: SeedOpt = 1, tests: TestsOpt = "",
+    campaign: CampaignOpt,
+    run: RunOpt,
+    occasion: OccasionOpt,
+    storage_classes: ClassesOpt,
+    profiles: ProfilesOpt = DEFAULT_PROFILE_NAME,
+    repetitions: RepsOpt = 1,
+    seed: SeedOpt = 1,
+    tests: TestsOpt = "",
     ramp: Annotated[Optional[str], typer.Option(help="Ramp time override (profile: the profile's own)")] = None,
     runtime: Annotated[Optional[str], typer.Option(help="Runtime override (profile: the profile's own)")] = None,
     size: Annotated[Optional[str], typer.Option(help="fio file size override (profile: the profile's own)")] = None,
     volume_size: Annotated[Optional[str], typer.Option(help="PVC size; fio's files must fit in it")] = None,
-    volume_timeout: Annotated[str, typer.Option(
-        help="How long a cell may wait for its volume; part of each cell's deadline")] = "10m",
-    outputs: Annotated[Optional[Path], typer.Option(
-        help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo")] = None,
-    max_storage_classes: Annotated[int, typer.Option(
-        envvar=MAX_STORAGE_CLASSES_ENV, min=1,
-        help="At most this many storage classes in one run (the chart's benchmark.maxStorageClasses)")]
-        = DEFAULT_MAX_STORAGE_CLASSES,
+    volume_timeout: Annotated[
+        str, typer.Option(help="How long a cell may wait for its volume; part of each cell's deadline")
+    ] = "10m",
+    outputs: Annotated[
+        Optional[Path],
+        typer.Option(help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo"),
+    ] = None,
+    max_storage_classes: Annotated[
+        int,
+        typer.Option(
+            envvar=MAX_STORAGE_CLASSES_ENV,
+            min=1,
+            help="At most this many storage classes in one run (the chart's benchmark.maxStorageClasses)",
+        ),
+    ] = DEFAULT_MAX_STORAGE_CLASSES,
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
@@ -87,8 +112,10 @@ def validate(
 
     classes = split_list(storage_classes)
     if len(classes) > max_storage_classes:
-        fail(f"{len(classes)} storage classes in one run; at most {max_storage_classes} are allowed "
-             f"(the chart's benchmark.maxStorageClasses): split them over several runs")
+        fail(
+            f"{len(classes)} storage classes in one run; at most {max_storage_classes} are allowed "
+            f"(the chart's benchmark.maxStorageClasses): split them over several runs"
+        )
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
     deadline = 0.0
     try:
@@ -102,23 +129,29 @@ def validate(
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
             jobs = max_jobs(plan.test)
             if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
-                fail(f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
-                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size")
+                fail(
+                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
+                    f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
+                )
             deadline = max(deadline, plan.deadline_s(volume_wait))
     except ProfileError as exc:
         fail(str(exc))
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
         (outputs / CELL_TIMEOUT_OUTPUT).write_text(f"{math.ceil(deadline)}s")
-    console.print(f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
-                  f"(volume wait {volume_timeout} + fio)")
+    console.print(
+        f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
+        f"(volume wait {volume_timeout} + fio)"
+    )
 
 
 # ---------------------------------------------------------------- one cell (the pod step)
 @app.command("fio-step")
 def fio_step(
     target: Annotated[Path, typer.Option(help="Directory on the storage under test (the PVC mount)")],
-    campaign: CampaignOpt, run: RunOpt, occasion: OccasionOpt,
+    campaign: CampaignOpt,
+    run: RunOpt,
+    occasion: OccasionOpt,
     storage_class: Annotated[str, typer.Option(help="Storage class of the target")],
     profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
     workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
@@ -129,11 +162,16 @@ def fio_step(
     runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
     size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
     store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
-    out: Annotated[Optional[Path], typer.Option(
-        help=f"Also write {RESULT_FILE} and {RAW_FIO_FILE} here (artifacts)")] = None,
-    key: Annotated[Optional[str], typer.Option(
-        help="The store key the caller will upload --out under (Argo's artifact key); refused unless it is "
-             "the key layout's own for this cell")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option(help=f"Also write {RESULT_FILE} and {RAW_FIO_FILE} here (artifacts)")
+    ] = None,
+    key: Annotated[
+        Optional[str],
+        typer.Option(
+            help="The store key the caller will upload --out under (Argo's artifact key); refused unless it is "
+            "the key layout's own for this cell"
+        ),
+    ] = None,
     spool: Annotated[Optional[Path], typer.Option(help="Where a result waits if the store is down")] = None,
     label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the result, repeatable")] = None,
     cleanup: Annotated[bool, typer.Option(help="Remove fio's files from the target afterwards")] = False,
@@ -149,11 +187,22 @@ def fio_step(
 
     try:
         labels = parse_labels(label or [])
-        cell = Cell(campaign=campaign, run=run, occasion=occasion, storage_class=storage_class, profile=profile,
-                    workload=workload, rep=rep, order=order, seed=seed)
+        cell = Cell(
+            campaign=campaign,
+            run=run,
+            occasion=occasion,
+            storage_class=storage_class,
+            profile=profile,
+            workload=workload,
+            rep=rep,
+            order=order,
+            seed=seed,
+        )
         if key is not None and key.strip("/") != cell.key.prefix():
-            raise ValueError(f"the result would be stored under {key!r}, but the key layout puts this cell at "
-                             f"{cell.key.prefix()!r}; the template and pvbench disagree")
+            raise ValueError(
+                f"the result would be stored under {key!r}, but the key layout puts this cell at "
+                f"{cell.key.prefix()!r}; the template and pvbench disagree"
+            )
         plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
         store_obj = open_store(store) if store else None
         if store_obj is not None:
@@ -163,8 +212,10 @@ def fio_step(
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
     try:
         # SIGTERM (the pod is deleted) or SIGINT: fio is stopped with it, never left running
-        with stop_on_signals(), console.status(
-                f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"):
+        with (
+            stop_on_signals(),
+            console.status(f"fio {plan.test.name}: ramp {plan.timing.ramp_s:g}s + {plan.timing.runtime_s:g}s"),
+        ):
             doc, raw = run_cell(plan, labels)
     except FioError as exc:
         fail(f"{cell.describe()}: {exc}", code=1)
@@ -178,12 +229,17 @@ def fio_step(
         (out / RAW_FIO_FILE).write_text(raw)
         (out / RESULT_FILE).write_bytes(doc.to_json())
     for m in doc.metrics:
-        console.print(f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
-                      f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs")
+        console.print(
+            f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
+            f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs"
+        )
     if store_obj is not None:
         outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))
         if not outcome.stored:
-            kept = f"kept at {outcome.spooled_at}" if outcome.spooled_at else (
-                f"only in {out}" if out else "not kept anywhere")
+            kept = (
+                f"kept at {outcome.spooled_at}"
+                if outcome.spooled_at
+                else (f"only in {out}" if out else "not kept anywhere")
+            )
             fail(f"result could not be stored ({outcome.error}); {kept}", code=3)
         console.print(f"  stored {store_obj.url}/{outcome.key}")

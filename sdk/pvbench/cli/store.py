@@ -37,9 +37,11 @@ def store_flush(
 
 
 @app.command("ls")
-def store_ls(store: Annotated[str, typer.Argument(help="Store URL")],
-             campaign: Annotated[Optional[str], typer.Option()] = None,
-             run: Annotated[Optional[str], typer.Option()] = None) -> None:
+def store_ls(
+    store: Annotated[str, typer.Argument(help="Store URL")],
+    campaign: Annotated[Optional[str], typer.Option()] = None,
+    run: Annotated[Optional[str], typer.Option()] = None,
+) -> None:
     """List result keys in the store."""
     from pvbench.store.backends import S3Store, StoreError
 

@@ -16,8 +16,9 @@ from pvbench.profiles import ProfileError
 from pvbench.profiles.jobfile import FIO_FILE_FORMAT, fio_path
 
 # The names fio makes from FIO_FILE_FORMAT ($jobnum and $filenum are numbers), and only those.
-_FIO_FILE = re.compile("^" + re.escape(FIO_FILE_FORMAT).replace(re.escape("$jobnum"), r"\d+")
-                       .replace(re.escape("$filenum"), r"\d+") + "$")
+_FIO_FILE = re.compile(
+    "^" + re.escape(FIO_FILE_FORMAT).replace(re.escape("$jobnum"), r"\d+").replace(re.escape("$filenum"), r"\d+") + "$"
+)
 
 
 def filesystem_of(path: Path) -> str | None:
@@ -33,7 +34,9 @@ def filesystem_of(path: Path) -> str | None:
         if len(parts) < 3:
             continue
         mount_point = parts[1].replace("\\040", " ")
-        if (str(path) == mount_point or str(path).startswith(mount_point.rstrip("/") + "/")) and len(mount_point) >= len(best):
+        if (str(path) == mount_point or str(path).startswith(mount_point.rstrip("/") + "/")) and len(
+            mount_point
+        ) >= len(best):
             best, fstype = mount_point, parts[2]
     return fstype
 

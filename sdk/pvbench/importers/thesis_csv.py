@@ -79,8 +79,9 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
             raise ImportError_(f"{path}: missing columns {missing}; expected {COLUMNS}")
         for line, row in enumerate(reader, start=2):
             if any(row.get(c) is None for c in COLUMNS):
-                raise ImportError_(f"line {line}: {len([v for v in row.values() if v is not None])} fields, "
-                                   f"expected {len(COLUMNS)}")
+                raise ImportError_(
+                    f"line {line}: {len([v for v in row.values() if v is not None])} fields, expected {len(COLUMNS)}"
+                )
             unit = row["unit"].strip()
             metric = UNIT_METRIC.get(unit.lower())
             if metric is None:
@@ -91,8 +92,9 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
             except ValueError as exc:
                 raise ImportError_(f"line {line}: {exc}") from exc
             if not math.isfinite(value) or value < 0:
-                raise ImportError_(f"line {line}: value {row['value'].strip()!r} is not a finite, non-negative "
-                                   f"{unit} figure")
+                raise ImportError_(
+                    f"line {line}: value {row['value'].strip()!r} is not a finite, non-negative {unit} figure"
+                )
             label = row["metric"].strip()
             try:
                 doc = ResultDocument(
@@ -110,8 +112,12 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
                         source=f"import:{FORMAT}",
                         pvbench_version=__version__,
                         started_at=_started(row["occasion_start"]),
-                        notes={"platform": row["platform"].strip(), "source_file": path.name,
-                               "source_unit": unit, "source_line": str(line)},
+                        notes={
+                            "platform": row["platform"].strip(),
+                            "source_file": path.name,
+                            "source_unit": unit,
+                            "source_line": str(line),
+                        },
                     ),
                     metrics=[DirectionMetrics(direction=_direction(label, line), **{metric: value})],
                 )
@@ -128,13 +134,16 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
                     skipped.append(f"line {line}: repeats line {first_line} verbatim")
                     continue
                 if first_doc.identity == doc.identity:
-                    raise ImportError_(f"lines {first_line} and {line} give the same cell ({_cell(doc)}) "
-                                       "different values; remove one")
+                    raise ImportError_(
+                        f"lines {first_line} and {line} give the same cell ({_cell(doc)}) different values; remove one"
+                    )
                 a, b = first_doc.identity, doc.identity
                 differ = [f for f in ("run", "occasion", "storage_class", "workload") if getattr(a, f) != getattr(b, f)]
                 labels = "; ".join(f"{f} {getattr(a, f)!r} and {getattr(b, f)!r}" for f in differ)
-                raise ImportError_(f"lines {first_line} and {line}: {labels} would be stored under the same key "
-                                   "(labels that differ only in case or punctuation overwrite each other); rename one")
+                raise ImportError_(
+                    f"lines {first_line} and {line}: {labels} would be stored under the same key "
+                    "(labels that differ only in case or punctuation overwrite each other); rename one"
+                )
             seen[key] = (line, row, doc)
             docs.append(doc)
     return ImportRead(docs, skipped)

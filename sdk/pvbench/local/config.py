@@ -32,8 +32,10 @@ class LocalConfig(BaseModel):
     size: str | None = None
     spool: Path = Field(default=Path("./pvbench-spool"), description="Where results wait if the store is down")
     adaptive: AdaptiveSettings | None = Field(
-        default=None, description="Repeat each cell until the 95% CI half-width of its mean is below the target "
-        "(or max_repetitions); starts with min_repetitions, which then replaces 'repetitions'")
+        default=None,
+        description="Repeat each cell until the 95% CI half-width of its mean is below the target "
+        "(or max_repetitions); starts with min_repetitions, which then replaces 'repetitions'",
+    )
 
     @model_validator(mode="after")
     def _adaptive_start(self) -> "LocalConfig":

@@ -19,14 +19,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pvbench.cells.cell import Cell
 from pvbench.cells.matrix import expand
-from pvbench.cells.publish import publish
+from pvbench.cells.publish import pending, publish
 from pvbench.cells.run import CellPlan, TimingOverrides, plan_cell, run_cell
-from pvbench.cells.publish import pending
 from pvbench.fio.runner import FioError, Interrupted, check_interrupted, deferred_signals
 from pvbench.fio.target import check_target_path, remove_fio_files
 from pvbench.local.config import LocalConfig
-from pvbench.profiles import ProfileError
 from pvbench.pipeline.adaptive import plan_stream
+from pvbench.profiles import ProfileError
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE, results_prefix, slug
 
@@ -67,7 +66,7 @@ def existing_results(config: LocalConfig, run: str, occasions: list[str] | None 
     keys = [k for k in open_store(config.store).list_keys(prefix) if k.endswith("/" + RESULT_FILE)]
     if config.spool.is_dir():
         keys += [k for k in pending(config.spool) if k.startswith(prefix + "/")]
-    return [k for k in keys if k[len(prefix) + 1:].split("/", 1)[0] in wanted]
+    return [k for k in keys if k[len(prefix) + 1 :].split("/", 1)[0] in wanted]
 
 
 def plan_run(config: LocalConfig, run: str, occasions: list[str] | None = None) -> list[CellPlan]:
@@ -75,16 +74,24 @@ def plan_run(config: LocalConfig, run: str, occasions: list[str] | None = None) 
     overrides = TimingOverrides(config.ramp, config.runtime, config.size)
     plans = []
     for index, occasion in enumerate(occasions or config.occasions):
-        cells = expand(campaign=config.campaign, run=run, occasion=occasion,
-                       storage_classes=list(config.storage_classes), profiles=config.profiles,
-                       repetitions=config.repetitions, seed=config.seed + index, tests=config.tests or None)
+        cells = expand(
+            campaign=config.campaign,
+            run=run,
+            occasion=occasion,
+            storage_classes=list(config.storage_classes),
+            profiles=config.profiles,
+            repetitions=config.repetitions,
+            seed=config.seed + index,
+            tests=config.tests or None,
+        )
         for name, target in config.storage_classes.items():
             check_target_path(target)  # a path fio reads as itself, not a file: before creating it
             try:
                 target.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise ProfileError(f"storage class {name}: target {target} cannot be created: "
-                                   f"{exc.strerror or exc}") from None
+                raise ProfileError(
+                    f"storage class {name}: target {target} cannot be created: {exc.strerror or exc}"
+                ) from None
         plans += [plan_cell(cell, config.storage_classes[cell.storage_class], overrides) for cell in cells]
     return plans
 
@@ -101,8 +108,15 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
     store = open_store(config.store)
     report = LocalRunReport(run=run)
     started = time.monotonic()
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"))
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+    )
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("cells", total=len(plans), last="")
@@ -110,8 +124,10 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
 
             def more_rounds(more: list, round_no: int) -> None:
                 progress.update(task, total=progress.tasks[0].total + len(more))
-                progress.console.print(f"adaptive round {round_no}: {len(more)} cell(s) not yet within "
-                                       f"±{100 * config.adaptive.target_half_width:g}% (95% CI of the mean)")
+                progress.console.print(
+                    f"adaptive round {round_no}: {len(more)} cell(s) not yet within "
+                    f"±{100 * config.adaptive.target_half_width:g}% (95% CI of the mean)"
+                )
 
             current = None
             try:
@@ -136,13 +152,16 @@ def run_local(config: LocalConfig, plans: list[CellPlan], run: str, console: Con
                         report.stored.append(outcome.key)
                     else:
                         report.spooled.append((str(outcome.spooled_at), outcome.error or ""))
-                        progress.console.print(f"[yellow]not stored[/] {outcome.key}: {outcome.error}; "
-                                               f"kept at {outcome.spooled_at}")
+                        progress.console.print(
+                            f"[yellow]not stored[/] {outcome.key}: {outcome.error}; kept at {outcome.spooled_at}"
+                        )
                     last = f"{_last(doc)} ({time.monotonic() - t0:.1f}s)"
                     progress.update(task, advance=1, last=last)
                     if not progress.console.is_terminal:  # logs (CI, pods): one line per cell instead of a bar
                         done = int(progress.tasks[0].completed)
-                        progress.console.print(f"[{done}/{int(progress.tasks[0].total)}] {plan.cell.describe()}: {last}")
+                        progress.console.print(
+                            f"[{done}/{int(progress.tasks[0].total)}] {plan.cell.describe()}: {last}"
+                        )
                 check_interrupted()  # a signal that came while the last result was written
             except Interrupted as exc:  # fio is stopped already (run_fio); keep what is stored
                 report.interrupted = exc

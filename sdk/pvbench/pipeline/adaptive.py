@@ -18,18 +18,26 @@ from pvbench.stats.adaptive import AdaptiveSettings, assess, shuffle_round
 from pvbench.store import CellKey
 
 
-def next_round(con: duckdb.DuckDBPyConnection, settings: AdaptiveSettings, *, pool_occasions: bool = False,
-               seed: int | None = None, round_: int = 1) -> dict:
+def next_round(
+    con: duckdb.DuckDBPyConnection,
+    settings: AdaptiveSettings,
+    *,
+    pool_occasions: bool = False,
+    seed: int | None = None,
+    round_: int = 1,
+) -> dict:
     """The check of one Argo round over the run's ``measurements``: what is imprecise, and the
     ``next`` cells (their next repetition, order after the run's last cell, store key)."""
     rows = con.execute("""
         select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep
         from measurements where is_headline""").fetchall()
     # where the next cells go in the run's order: after every cell the run has so far
-    last_order = dict(con.execute("select run, max(coalesce(cell_order, 0)) from measurements group by run")
-                      .fetchall())
-    fields = ("campaign", "storage_class", "profile", "workload") if pool_occasions else \
-        ("campaign", "run", "occasion", "storage_class", "profile", "workload")
+    last_order = dict(con.execute("select run, max(coalesce(cell_order, 0)) from measurements group by run").fetchall())
+    fields = (
+        ("campaign", "storage_class", "profile", "workload")
+        if pool_occasions
+        else ("campaign", "run", "occasion", "storage_class", "profile", "workload")
+    )
     index = {"campaign": 0, "run": 1, "occasion": 2, "storage_class": 3, "profile": 4, "workload": 5}
     max_rep: dict[tuple, int] = {}
     latest: dict[tuple, tuple] = {}
@@ -46,8 +54,13 @@ def next_round(con: duckdb.DuckDBPyConnection, settings: AdaptiveSettings, *, po
         if not p.needs_more:
             continue
         item = dict(zip(fields, p.cell))
-        item.update(direction=p.direction, metric=p.metric, n=p.n, mean=p.mean,
-                    half_width=None if math.isinf(p.half_width) else p.half_width)
+        item.update(
+            direction=p.direction,
+            metric=p.metric,
+            n=p.n,
+            mean=p.mean,
+            half_width=None if math.isinf(p.half_width) else p.half_width,
+        )
         cells.append(item)
         if p.cell in seen:
             continue
@@ -56,8 +69,15 @@ def next_round(con: duckdb.DuckDBPyConnection, settings: AdaptiveSettings, *, po
         if pool_occasions:  # the loop decides where the next rep goes; name the latest run/occasion
             nxt["run"], nxt["occasion"] = latest[p.cell]
         nxt["rep"] = max_rep[p.cell] + 1
-        nxt["key"] = CellKey(nxt["campaign"], nxt["run"], nxt["occasion"], nxt["storage_class"], nxt["profile"],
-                             nxt["workload"], nxt["rep"]).prefix()
+        nxt["key"] = CellKey(
+            nxt["campaign"],
+            nxt["run"],
+            nxt["occasion"],
+            nxt["storage_class"],
+            nxt["profile"],
+            nxt["workload"],
+            nxt["rep"],
+        ).prefix()
         next_cells.append(nxt)
     if seed is not None:  # randomized interleaving within the round, like `pvbench expand` and local mode
         shuffle_round(next_cells, seed, round_)
@@ -69,10 +89,14 @@ def next_round(con: duckdb.DuckDBPyConnection, settings: AdaptiveSettings, *, po
     worst = max((p.half_width for p in results if not math.isinf(p.half_width)), default=None)
     return {
         "precise": not needing,
-        "target_half_width": settings.target_half_width, "min_repetitions": settings.min_repetitions,
+        "target_half_width": settings.target_half_width,
+        "min_repetitions": settings.min_repetitions,
         "max_repetitions": settings.max_repetitions,
-        "checked": len(results), "need_more": len(needing),
-        "capped": sum(1 for p in results if p.n >= settings.max_repetitions and p.half_width > settings.target_half_width),
+        "checked": len(results),
+        "need_more": len(needing),
+        "capped": sum(
+            1 for p in results if p.n >= settings.max_repetitions and p.half_width > settings.target_half_width
+        ),
         "worst_half_width": worst,
         "cells": cells,
         "next": next_cells,
@@ -87,8 +111,9 @@ def _headline_values(doc) -> Iterator[tuple[str, str, float]]:
             yield m.direction, metric, value
 
 
-def plan_stream(config, plans: list, observed: list, on_round: Callable[[list, int], None] | None = None,
-                overrides=None) -> Iterator:
+def plan_stream(
+    config, plans: list, observed: list, on_round: Callable[[list, int], None] | None = None, overrides=None
+) -> Iterator:
     """The plans of a local run, then — with ``config.adaptive`` — more rounds until precise.
 
     ``observed`` is filled by the caller with (plan, ResultDocument) of every successful cell;
@@ -118,8 +143,7 @@ def plan_stream(config, plans: list, observed: list, on_round: Callable[[list, i
         more = []
         for key in todo:
             last = planned[key][-1]
-            cell = last.cell.model_copy(update={"rep": max(p.cell.rep for p in planned[key]) + 1,
-                                                "order": next_order})
+            cell = last.cell.model_copy(update={"rep": max(p.cell.rep for p in planned[key]) + 1, "order": next_order})
             next_order += 1
             plan = plan_cell(cell, last.target, overrides)
             planned[key].append(plan)

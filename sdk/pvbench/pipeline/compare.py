@@ -30,8 +30,9 @@ def load_measurements(store, side: Side, cache: dict | None = None) -> list[dict
     return [row for row in cache[key] if side.matches(row)]
 
 
-def compare_sides(store, baseline: Side, candidate: Side, metrics: str = "headline",
-                  settings: CompareSettings = CompareSettings()) -> SideComparison:
+def compare_sides(
+    store, baseline: Side, candidate: Side, metrics: str = "headline", settings: CompareSettings = CompareSettings()
+) -> SideComparison:
     keys = match_keys(baseline, candidate)
     cache: dict = {}
     history: list[dict] = []
@@ -42,8 +43,15 @@ def compare_sides(store, baseline: Side, candidate: Side, metrics: str = "headli
         base_rows = [r for r in everything if baseline.matches(r)]
         cand_rows = [r for r in everything if candidate.matches(r)]
         starts = [r["started_at"] for r in cand_rows if r["started_at"] is not None]
-        history = [r for r in everything if not baseline.matches(r) and not candidate.matches(r)
-                   and starts and r["started_at"] is not None and r["started_at"] < min(starts)]
+        history = [
+            r
+            for r in everything
+            if not baseline.matches(r)
+            and not candidate.matches(r)
+            and starts
+            and r["started_at"] is not None
+            and r["started_at"] < min(starts)
+        ]
     else:
         base_rows = select_metrics(load_measurements(store, baseline, cache), metrics)
         cand_rows = select_metrics(load_measurements(store, candidate, cache), metrics)

@@ -22,6 +22,7 @@ PYTHON_TABLES = ("report_comparisons",)
 def _declarations(store: Store, limits: Path | str | None):
     """The step that installs the SQL functions and the user's declarations (storage_class_limits,
     cost_model: always created, empty without a limits file) before the models run."""
+
     def step(con: duckdb.DuckDBPyConnection) -> None:
         register_functions(con)
         try:
@@ -32,26 +33,48 @@ def _declarations(store: Store, limits: Path | str | None):
     return step
 
 
-def build_tables(store: Store, campaign: str | None = None, run: str | None = None, root: Path | None = None,
-                 limits: Path | str | None = None, extras: bool = True, failures: list[dict] | None = None,
-                 warn: Callable[[str], None] | None = None, only_run: bool = False,
-                 progress: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+def build_tables(
+    store: Store,
+    campaign: str | None = None,
+    run: str | None = None,
+    root: Path | None = None,
+    limits: Path | str | None = None,
+    extras: bool = True,
+    failures: list[dict] | None = None,
+    warn: Callable[[str], None] | None = None,
+    only_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """Every table of the campaign (or, with ``only_run``, of that run): see analytics.runner.build_tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
     when only SQL ones are needed.
     """
-    return runner.build_tables(store, campaign, run, root, before=[_declarations(store, limits)],
-                               after=[build_report_comparisons] if extras else [], failures=failures, warn=warn,
-                               only_run=only_run, progress=progress)
+    return runner.build_tables(
+        store,
+        campaign,
+        run,
+        root,
+        before=[_declarations(store, limits)],
+        after=[build_report_comparisons] if extras else [],
+        failures=failures,
+        warn=warn,
+        only_run=only_run,
+        progress=progress,
+    )
 
 
-def aggregate(store: Store, campaign: str | None, run: str | None = None,
-              out: Path | None = None, limits: Path | str | None = None,
-              failures: list[dict] | None = None,
-              warn: Callable[[str], None] | None = None,
-              progress: Callable[[str], None] | None = None) -> tuple[str, dict[str, int]]:
+def aggregate(
+    store: Store,
+    campaign: str | None,
+    run: str | None = None,
+    out: Path | None = None,
+    limits: Path | str | None = None,
+    failures: list[dict] | None = None,
+    warn: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[str, dict[str, int]]:
     """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
     ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
 

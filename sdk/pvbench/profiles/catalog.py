@@ -24,8 +24,18 @@ DBENCH = Profile(
         FioTest(name="randread-lat", title="Read latency", rw="randread", bs="4k", iodepth=4, group="latency"),
         FioTest(name="randwrite-lat", title="Write latency", rw="randwrite", bs="4k", iodepth=4, group="latency"),
         FioTest(name="seqread", title="Sequential read", rw="read", bs="1M", iodepth=16, numjobs=4, group="sequential"),
-        FioTest(name="seqwrite", title="Sequential write", rw="write", bs="1M", iodepth=16, numjobs=4, group="sequential"),
-        FioTest(name="mixed-randrw", title="Mixed random 75/25 IOPS", rw="randrw", bs="4k", iodepth=64, rwmixread=75, group="mixed"),
+        FioTest(
+            name="seqwrite", title="Sequential write", rw="write", bs="1M", iodepth=16, numjobs=4, group="sequential"
+        ),
+        FioTest(
+            name="mixed-randrw",
+            title="Mixed random 75/25 IOPS",
+            rw="randrw",
+            bs="4k",
+            iodepth=64,
+            rwmixread=75,
+            group="mixed",
+        ),
     ),
 )
 

@@ -35,10 +35,12 @@ BASE_OPTIONS = {
 # $mb_memory, $pagesize (no escape exists), a line break ends the option (the rest would be read
 # as more options, e.g. exec_prerun=...), and the value is stripped of surrounding whitespace.
 # '\\' is refused so that the one escape fio has ('\\:' for a ':' inside a path) stays unambiguous.
-_FIO_UNSAFE = {";": "';' (fio reads the rest of the line as a comment)",
-               "#": "'#' (fio reads the rest of the line as a comment)",
-               "$": "'$' (fio expands ${VAR}, $ncpus, $mb_memory and $pagesize in job files)",
-               "\\": "'\\' (fio's escape character)"}
+_FIO_UNSAFE = {
+    ";": "';' (fio reads the rest of the line as a comment)",
+    "#": "'#' (fio reads the rest of the line as a comment)",
+    "$": "'$' (fio expands ${VAR}, $ncpus, $mb_memory and $pagesize in job files)",
+    "\\": "'\\' (fio's escape character)",
+}
 
 
 def fio_path(path: str | Path) -> str:
@@ -50,8 +52,10 @@ def fio_path(path: str | Path) -> str:
     """
     text = str(path)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ProfileError(f"target path {text!r} contains a line break or control character; "
-                           "fio's job file cannot hold it (the rest would be read as fio options)")
+        raise ProfileError(
+            f"target path {text!r} contains a line break or control character; "
+            "fio's job file cannot hold it (the rest would be read as fio options)"
+        )
     if text != text.strip():
         raise ProfileError(f"target path {text!r} starts or ends with whitespace, which fio strips")
     for char, why in _FIO_UNSAFE.items():
@@ -73,8 +77,9 @@ def load_profile(spec: str) -> Profile:
         ) from None
 
 
-def resolve_timing(profile: Profile, ramp: str | None = None, runtime: str | None = None,
-                   size: str | None = None) -> Timing:
+def resolve_timing(
+    profile: Profile, ramp: str | None = None, runtime: str | None = None, size: str | None = None
+) -> Timing:
     """The profile's timing with the user's overrides applied (and checked).
 
     An override of None, "" or ``profile`` (PROFILE_DEFAULT) keeps the profile's own value.
@@ -105,8 +110,13 @@ def job_options(profile: Profile, timing: Timing, target_dir: str | Path) -> dic
     return options
 
 
-def render_jobfile(profile: Profile, tests: list[FioTest] | tuple[FioTest, ...], timing: Timing,
-                   target_dir: str | Path, overrides: dict[str, dict[str, str]] | None = None) -> str:
+def render_jobfile(
+    profile: Profile,
+    tests: list[FioTest] | tuple[FioTest, ...],
+    timing: Timing,
+    target_dir: str | Path,
+    overrides: dict[str, dict[str, str]] | None = None,
+) -> str:
     """A fio job file: pvbench's globals, then one section per test separated by stonewall.
 
     ``overrides`` maps a test name to options replacing the test's own (used by the
@@ -123,8 +133,17 @@ def render_jobfile(profile: Profile, tests: list[FioTest] | tuple[FioTest, ...],
     return "\n".join(lines) + "\n"
 
 
-_CONTROLLED = {"directory", "filename", "filename_format", "ramp_time", "runtime", "size", "time_based",
-               "output-format", "output"}
+_CONTROLLED = {
+    "directory",
+    "filename",
+    "filename_format",
+    "ramp_time",
+    "runtime",
+    "size",
+    "time_based",
+    "output-format",
+    "output",
+}
 
 
 def _job_label(section: str, number: int) -> str:
@@ -161,14 +180,17 @@ def profile_from_jobfile(path: Path) -> Profile:
         raise ProfileError(f"{path}: not a fio job file (not text)") from None
     except OSError as exc:
         raise ProfileError(f"{path}: cannot be read: {exc.strerror or type(exc).__name__}") from None
-    parser = configparser.ConfigParser(allow_no_value=True, strict=False, interpolation=None,
-                                       inline_comment_prefixes=(";", "#"))
+    parser = configparser.ConfigParser(
+        allow_no_value=True, strict=False, interpolation=None, inline_comment_prefixes=(";", "#")
+    )
     parser.optionxform = str  # fio option names are case-sensitive
     try:
         parser.read_string(text)
     except configparser.Error as exc:
         raise ProfileError(_parse_error(path, exc)) from None
-    glob = {k: (v if v is not None else "1") for k, v in parser["global"].items()} if parser.has_section("global") else {}
+    glob = (
+        {k: (v if v is not None else "1") for k, v in parser["global"].items()} if parser.has_section("global") else {}
+    )
     try:
         timing = Timing(
             ramp_s=parse_seconds(glob.pop("ramp_time", "2")),
@@ -176,8 +198,9 @@ def profile_from_jobfile(path: Path) -> Profile:
             size=glob.pop("size", "1G"),
         )
     except (ProfileError, ValidationError):
-        raise ProfileError(f"{path}: [global] ramp_time, runtime or size is not a valid duration/size "
-                           "(runtime must be longer than 0)") from None
+        raise ProfileError(
+            f"{path}: [global] ramp_time, runtime or size is not a valid duration/size (runtime must be longer than 0)"
+        ) from None
     for key in _CONTROLLED:
         glob.pop(key, None)
     tests = []
@@ -210,9 +233,11 @@ def profile_from_jobfile(path: Path) -> Profile:
             )
         except (ProfileError, ValidationError) as exc:
             fields = sorted({str(e["loc"][0]) for e in exc.errors()} if isinstance(exc, ValidationError) else {"bs"})
-            raise ProfileError(f"{path}: job {label} cannot be used: {', '.join(fields)} not valid for pvbench "
-                               "(rw: read, write, randread, randwrite, rw, randrw, readwrite, trim or randtrim; "
-                               "bs a size; iodepth and numjobs at least 1; rwmixread 0-100)") from None
+            raise ProfileError(
+                f"{path}: job {label} cannot be used: {', '.join(fields)} not valid for pvbench "
+                "(rw: read, write, randread, randwrite, rw, randrw, readwrite, trim or randtrim; "
+                "bs a size; iodepth and numjobs at least 1; rwmixread 0-100)"
+            ) from None
     if not tests:
         raise ProfileError(f"{path}: no job sections (only [global]?)")
     return Profile(

@@ -31,55 +31,147 @@ from pvbench.stats.tables import STATS_REPORT_TABLES
 # used only to write an empty table when the analytics output lacks one.
 REPORT_TABLES: dict[str, dict[str, str]] = {
     "report_overview": {
-        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
-        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
-        "n": "BIGINT", "mean": "DOUBLE", "sd": "DOUBLE", "cv": "DOUBLE", "median": "DOUBLE", "q1": "DOUBLE",
-        "q3": "DOUBLE", "min": "DOUBLE", "max": "DOUBLE", "ci95_low": "DOUBLE", "ci95_high": "DOUBLE",
-        "ci_basis": "VARCHAR", "n_occasions": "BIGINT", "better": "VARCHAR", "rank": "BIGINT", "mean_pm_sd": "VARCHAR",
+        "campaign": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "profile": "VARCHAR",
+        "workload": "VARCHAR",
+        "workload_title": "VARCHAR",
+        "direction": "VARCHAR",
+        "metric": "VARCHAR",
+        "unit": "VARCHAR",
+        "n": "BIGINT",
+        "mean": "DOUBLE",
+        "sd": "DOUBLE",
+        "cv": "DOUBLE",
+        "median": "DOUBLE",
+        "q1": "DOUBLE",
+        "q3": "DOUBLE",
+        "min": "DOUBLE",
+        "max": "DOUBLE",
+        "ci95_low": "DOUBLE",
+        "ci95_high": "DOUBLE",
+        "ci_basis": "VARCHAR",
+        "n_occasions": "BIGINT",
+        "better": "VARCHAR",
+        "rank": "BIGINT",
+        "mean_pm_sd": "VARCHAR",
     },
     "report_boxplot": {
-        "campaign": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR", "workload": "VARCHAR",
-        "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
-        "n": "BIGINT", "min": "DOUBLE", "q1": "DOUBLE", "median": "DOUBLE", "q3": "DOUBLE", "max": "DOUBLE",
+        "campaign": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "profile": "VARCHAR",
+        "workload": "VARCHAR",
+        "workload_title": "VARCHAR",
+        "direction": "VARCHAR",
+        "metric": "VARCHAR",
+        "unit": "VARCHAR",
+        "n": "BIGINT",
+        "min": "DOUBLE",
+        "q1": "DOUBLE",
+        "median": "DOUBLE",
+        "q3": "DOUBLE",
+        "max": "DOUBLE",
         "mean": "DOUBLE",
     },
     "report_fsync": {
-        "campaign": "VARCHAR", "storage_class": "VARCHAR", "kind": "VARCHAR", "metric": "VARCHAR",
-        "unit": "VARCHAR", "fsync_label": "VARCHAR", "fsync_order": "INTEGER", "n": "BIGINT",
-        "mean": "DOUBLE", "sd": "DOUBLE", "low": "DOUBLE", "high": "DOUBLE",
+        "campaign": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "kind": "VARCHAR",
+        "metric": "VARCHAR",
+        "unit": "VARCHAR",
+        "fsync_label": "VARCHAR",
+        "fsync_order": "INTEGER",
+        "n": "BIGINT",
+        "mean": "DOUBLE",
+        "sd": "DOUBLE",
+        "low": "DOUBLE",
+        "high": "DOUBLE",
     },
     "report_sweep": {
-        "campaign": "VARCHAR", "storage_class": "VARCHAR", "wl_group": "VARCHAR", "bs": "VARCHAR",
-        "bs_bytes": "BIGINT", "load": "VARCHAR", "direction": "VARCHAR", "n": "BIGINT", "iops": "DOUBLE",
-        "bw_mib_s": "DOUBLE", "lat_mean_us": "DOUBLE", "lat_p99_us": "DOUBLE",
+        "campaign": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "wl_group": "VARCHAR",
+        "bs": "VARCHAR",
+        "bs_bytes": "BIGINT",
+        "load": "VARCHAR",
+        "direction": "VARCHAR",
+        "n": "BIGINT",
+        "iops": "DOUBLE",
+        "bw_mib_s": "DOUBLE",
+        "lat_mean_us": "DOUBLE",
+        "lat_p99_us": "DOUBLE",
     },
     "report_storage_classes": {
-        "campaign": "VARCHAR", "storage_class": "VARCHAR", "n_results": "BIGINT", "n_runs": "BIGINT",
-        "n_occasions": "BIGINT", "profiles": "VARCHAR", "provisioner": "VARCHAR", "filesystem": "VARCHAR",
-        "nodes": "VARCHAR", "fio_version": "VARCHAR", "first_started_at": "TIMESTAMPTZ",
+        "campaign": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "n_results": "BIGINT",
+        "n_runs": "BIGINT",
+        "n_occasions": "BIGINT",
+        "profiles": "VARCHAR",
+        "provisioner": "VARCHAR",
+        "filesystem": "VARCHAR",
+        "nodes": "VARCHAR",
+        "fio_version": "VARCHAR",
+        "first_started_at": "TIMESTAMPTZ",
         "last_started_at": "TIMESTAMPTZ",
     },
     "report_runs": {
-        "campaign": "VARCHAR", "run": "VARCHAR", "occasion": "VARCHAR", "storage_class": "VARCHAR",
-        "profile": "VARCHAR", "workload": "VARCHAR", "workload_title": "VARCHAR", "rep": "INTEGER",
-        "cell_order": "INTEGER", "direction": "VARCHAR", "metric": "VARCHAR", "unit": "VARCHAR",
-        "value": "DOUBLE", "started_at": "TIMESTAMPTZ", "series": "VARCHAR", "run_recency": "BIGINT",
+        "campaign": "VARCHAR",
+        "run": "VARCHAR",
+        "occasion": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "profile": "VARCHAR",
+        "workload": "VARCHAR",
+        "workload_title": "VARCHAR",
+        "rep": "INTEGER",
+        "cell_order": "INTEGER",
+        "direction": "VARCHAR",
+        "metric": "VARCHAR",
+        "unit": "VARCHAR",
+        "value": "DOUBLE",
+        "started_at": "TIMESTAMPTZ",
+        "series": "VARCHAR",
+        "run_recency": "BIGINT",
         "class_runs": "BIGINT",
     },
     # the Runs page: each run of the campaign on its own, against the campaign's mean
     "report_run_summary": {
-        "campaign": "VARCHAR", "run": "VARCHAR", "storage_class": "VARCHAR", "profile": "VARCHAR",
-        "workload": "VARCHAR", "workload_title": "VARCHAR", "direction": "VARCHAR", "metric": "VARCHAR",
-        "unit": "VARCHAR", "better": "VARCHAR", "n": "BIGINT", "n_occasions": "BIGINT", "occasions": "VARCHAR",
-        "started_at": "TIMESTAMPTZ", "mean": "DOUBLE", "sd": "DOUBLE", "median": "DOUBLE",
-        "campaign_mean": "DOUBLE", "campaign_runs": "BIGINT", "ratio_to_campaign": "DOUBLE",
-        "mean_pm_sd": "VARCHAR", "run_started_at": "TIMESTAMPTZ",
+        "campaign": "VARCHAR",
+        "run": "VARCHAR",
+        "storage_class": "VARCHAR",
+        "profile": "VARCHAR",
+        "workload": "VARCHAR",
+        "workload_title": "VARCHAR",
+        "direction": "VARCHAR",
+        "metric": "VARCHAR",
+        "unit": "VARCHAR",
+        "better": "VARCHAR",
+        "n": "BIGINT",
+        "n_occasions": "BIGINT",
+        "occasions": "VARCHAR",
+        "started_at": "TIMESTAMPTZ",
+        "mean": "DOUBLE",
+        "sd": "DOUBLE",
+        "median": "DOUBLE",
+        "campaign_mean": "DOUBLE",
+        "campaign_runs": "BIGINT",
+        "ratio_to_campaign": "DOUBLE",
+        "mean_pm_sd": "VARCHAR",
+        "run_started_at": "TIMESTAMPTZ",
     },
 }
 # What failed in each run (Argo's exit handler); empty when nothing failed or outside Argo.
 REPORT_TABLES["report_failures"] = {
-    "run": "VARCHAR", "node": "VARCHAR", "template": "VARCHAR", "phase": "VARCHAR", "message": "VARCHAR",
-    "storage_class": "VARCHAR", "workload": "VARCHAR", "rep": "INTEGER", "is_cell": "BOOLEAN", "finished_at": "VARCHAR",
+    "run": "VARCHAR",
+    "node": "VARCHAR",
+    "template": "VARCHAR",
+    "phase": "VARCHAR",
+    "message": "VARCHAR",
+    "storage_class": "VARCHAR",
+    "workload": "VARCHAR",
+    "rep": "INTEGER",
+    "is_cell": "BOOLEAN",
+    "finished_at": "VARCHAR",
 }
 # The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
 # statistics publish their own contract, checked here like the rest. They are always written
@@ -199,8 +291,9 @@ def _project_lock(project: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _run_step(cmd: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, label: str,
-              status, timeout_s: float) -> None:
+def _run_step(
+    cmd: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, label: str, status, timeout_s: float
+) -> None:
     """Run one Evidence command, streaming its output into the log and the spinner."""
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=40)
@@ -208,8 +301,17 @@ def _run_step(cmd: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
 
         def reader() -> None:
             assert proc.stdout is not None
@@ -255,8 +357,9 @@ def _is_site(path: Path) -> bool:
     return (path / "index.html").is_file() and (path / "_app").is_dir()
 
 
-def build_report(data_dir: Path, out_dir: Path, *, title: str | None = None,
-                 timeout_s: float = STEP_TIMEOUT_S, quiet: bool = False) -> Path:
+def build_report(
+    data_dir: Path, out_dir: Path, *, title: str | None = None, timeout_s: float = STEP_TIMEOUT_S, quiet: bool = False
+) -> Path:
     """Build the static report site from ``data_dir``'s report_* Parquet tables into ``out_dir``.
 
     Returns ``out_dir``. Serve it over HTTP (``serve_report``); asset paths are absolute.
@@ -289,10 +392,24 @@ def build_report(data_dir: Path, out_dir: Path, *, title: str | None = None,
         shutil.rmtree(project / "build", ignore_errors=True)
         status_cm = console.status("Building the report …") if not quiet else nullcontext()
         with status_cm as status:
-            _run_step([node, cli, "sources", "--strict"], cwd=project, env=env, log_path=log_path,
-                      label="evidence sources", status=status, timeout_s=timeout_s)
-            _run_step([node, cli, "build:strict"], cwd=project, env=env, log_path=log_path,
-                      label="evidence build (1–2 min)", status=status, timeout_s=timeout_s)
+            _run_step(
+                [node, cli, "sources", "--strict"],
+                cwd=project,
+                env=env,
+                log_path=log_path,
+                label="evidence sources",
+                status=status,
+                timeout_s=timeout_s,
+            )
+            _run_step(
+                [node, cli, "build:strict"],
+                cwd=project,
+                env=env,
+                log_path=log_path,
+                label="evidence build (1–2 min)",
+                status=status,
+                timeout_s=timeout_s,
+            )
         built = project / "build"
         if not _is_site(built):
             raise ReportError(f"evidence build finished but {built} holds no site; log: {log_path}")

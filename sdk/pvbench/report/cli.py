@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from pvbench.report.build import ReportError, build_report
-from pvbench.report.fetch import URL_ENV, STORE_ENV, fetch_report, is_store_url, published, report_location
+from pvbench.report.fetch import STORE_ENV, URL_ENV, fetch_report, is_store_url, published, report_location
 from pvbench.report.serve import make_server, make_store_server, serve_until_interrupted
 from pvbench.store.backends import StoreError
 
@@ -25,8 +25,12 @@ def _fail(message: str) -> None:
 
 @app.command("build")
 def build(
-    data: Annotated[Path, typer.Option("--data", help="Directory with the report_*.parquet tables (pvbench aggregate --out)")],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the static site (replaced if it is a previous report)")],
+    data: Annotated[
+        Path, typer.Option("--data", help="Directory with the report_*.parquet tables (pvbench aggregate --out)")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="Where to write the static site (replaced if it is a previous report)")
+    ],
     title: Annotated[Optional[str], typer.Option("--title", help="Site title")] = None,
 ) -> None:
     """Build the static report site (about 1–2 minutes; works offline)."""
@@ -39,16 +43,26 @@ def build(
 
 @app.command("locate")
 def locate(
-    key: Annotated[str, typer.Option("--key", help="The key the site is stored under (the report step's artifact key)")],
+    key: Annotated[
+        str, typer.Option("--key", help="The key the site is stored under (the report step's artifact key)")
+    ],
     campaign: Annotated[str, typer.Option("--campaign", help="The run's campaign label (for --url's variables)")] = "",
     run: Annotated[str, typer.Option("--run", help="The run (workflow name)")] = "",
     namespace: Annotated[str, typer.Option("--namespace", help="The workflow's namespace")] = "",
-    store: Annotated[Optional[str], typer.Option(
-        "--store", envvar=STORE_ENV, help=f"The store holding the key, e.g. s3://pvbench (env {STORE_ENV})")] = None,
-    url: Annotated[Optional[str], typer.Option(
-        "--url", envvar=URL_ENV, help=f"Where reports are served, an Argo link template (env {URL_ENV})")] = None,
-    outputs: Annotated[Optional[Path], typer.Option(
-        "--outputs", help="Write report-location and report-url here (Argo output parameters)")] = None,
+    store: Annotated[
+        Optional[str],
+        typer.Option(
+            "--store", envvar=STORE_ENV, help=f"The store holding the key, e.g. s3://pvbench (env {STORE_ENV})"
+        ),
+    ] = None,
+    url: Annotated[
+        Optional[str],
+        typer.Option("--url", envvar=URL_ENV, help=f"Where reports are served, an Argo link template (env {URL_ENV})"),
+    ] = None,
+    outputs: Annotated[
+        Optional[Path],
+        typer.Option("--outputs", help="Write report-location and report-url here (Argo output parameters)"),
+    ] = None,
 ) -> None:
     """Say where a run's report is stored and how to open it (the Argo report step's last line)."""
     place = published(key, store=store, url_template=url, campaign=campaign, run=run, namespace=namespace)
@@ -63,16 +77,31 @@ def locate(
 
 @app.command("serve")
 def serve(
-    site: Annotated[Optional[str], typer.Argument(
-        help="A site built by `pvbench report build`, or a report's location in a store: "
-             "s3://BUCKET/analytics/campaign=C/run=R/report (what the Argo report step prints)",
-        show_default=False)] = None,
-    store: Annotated[Optional[str], typer.Option(
-        "--store", help="A store (s3://bucket[/prefix] or a directory): serve its reports; /open/CAMPAIGN/RUN "
-                        "switches to one, / lists them")] = None,
-    campaign: Annotated[Optional[str], typer.Option("--campaign", help="With --store: open this campaign's report")] = None,
-    run: Annotated[Optional[str], typer.Option("--run", help="With --store and --campaign: this run's report "
-                                                             "(the workflow name; default: the campaign's)")] = None,
+    site: Annotated[
+        Optional[str],
+        typer.Argument(
+            help="A site built by `pvbench report build`, or a report's location in a store: "
+            "s3://BUCKET/analytics/campaign=C/run=R/report (what the Argo report step prints)",
+            show_default=False,
+        ),
+    ] = None,
+    store: Annotated[
+        Optional[str],
+        typer.Option(
+            "--store",
+            help="A store (s3://bucket[/prefix] or a directory): serve its reports; /open/CAMPAIGN/RUN "
+            "switches to one, / lists them",
+        ),
+    ] = None,
+    campaign: Annotated[
+        Optional[str], typer.Option("--campaign", help="With --store: open this campaign's report")
+    ] = None,
+    run: Annotated[
+        Optional[str],
+        typer.Option(
+            "--run", help="With --store and --campaign: this run's report (the workflow name; default: the campaign's)"
+        ),
+    ] = None,
     port: Annotated[int, typer.Option("--port", help="TCP port")] = 8000,
     host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "127.0.0.1",
 ) -> None:
@@ -82,8 +111,11 @@ def serve(
     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as for any s3:// store) and removed on exit.
     """
     if (site is None) == (store is None):
-        _fail("give a report (a site directory or s3://…/report) or --store, not both"
-              if site is not None else "give a report (a site directory or s3://…/report) or --store")
+        _fail(
+            "give a report (a site directory or s3://…/report) or --store, not both"
+            if site is not None
+            else "give a report (a site directory or s3://…/report) or --store"
+        )
     if store is None and (campaign or run):
         _fail("--campaign and --run go with --store (a report's own location needs neither)")
     if run and not campaign:
@@ -92,8 +124,11 @@ def serve(
         try:
             if store is not None:
                 server = make_store_server(store, Path(tmp), host, port, campaign=campaign, run=run)
-                what = (f"{report_location(store, campaign, run)} (/open/CAMPAIGN/RUN for another)" if campaign
-                        else f"the reports of {store} (/open/CAMPAIGN/RUN)")
+                what = (
+                    f"{report_location(store, campaign, run)} (/open/CAMPAIGN/RUN for another)"
+                    if campaign
+                    else f"the reports of {store} (/open/CAMPAIGN/RUN)"
+                )
             else:
                 fetched = fetch_report(site, Path(tmp))
                 server = make_server(fetched, host, port)

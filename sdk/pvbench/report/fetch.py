@@ -25,8 +25,13 @@ STORE_ENV = "PVBENCH_REPORT_STORE"  # the artifact repository as a store URL: s3
 URL_ENV = "PVBENCH_REPORT_URL"  # where the team opens reports: an Argo UI link template
 CAMPAIGN_LABEL = "pvbench.io/campaign"
 # The Argo UI link variables (docs/links.md) a report URL may use; the report step fills in the same.
-URL_VARIABLES = ("metadata.name", "metadata.namespace", "workflow.metadata.name", "workflow.metadata.namespace",
-                 f"workflow.metadata.labels.{CAMPAIGN_LABEL}")
+URL_VARIABLES = (
+    "metadata.name",
+    "metadata.namespace",
+    "workflow.metadata.name",
+    "workflow.metadata.namespace",
+    f"workflow.metadata.labels.{CAMPAIGN_LABEL}",
+)
 _URL_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _REPORT_KEY = re.compile(rf"^{ANALYTICS_ROOT}/campaign=([^/]+)/run=([^/]+)/{REPORT_DIR}/{re.escape(INDEX)}$")
 
@@ -53,8 +58,10 @@ def fill_url(template: str, *, run: str, namespace: str, campaign: str) -> str:
     def one(match: re.Match) -> str:
         name = match.group(1).strip()
         if name not in values:
-            raise ValueError(f"the report URL uses ${{{name}}}; only {', '.join('${' + v + '}' for v in URL_VARIABLES)} "
-                             "are known to the report step")
+            raise ValueError(
+                f"the report URL uses ${{{name}}}; only {', '.join('${' + v + '}' for v in URL_VARIABLES)} "
+                "are known to the report step"
+            )
         return quote(values[name], safe="")
 
     return _URL_VARIABLE.sub(one, template)
@@ -84,8 +91,9 @@ class Published:
         (directory / "report-url").write_text(self.url)
 
 
-def published(key: str, *, store: str | None, url_template: str | None, campaign: str, run: str,
-              namespace: str) -> Published:
+def published(
+    key: str, *, store: str | None, url_template: str | None, campaign: str, run: str, namespace: str
+) -> Published:
     """The report at ``key`` of ``store``: its location, the serve command and (with a template) its URL."""
     key = key.strip().strip("/")
     store = (store or "").strip().rstrip("/")
@@ -152,19 +160,24 @@ def fetch_report(location: str, dest: Path, workers: int = 8) -> Path:
         if not site.exists():
             raise ReportError(f"no report at {site}: the directory does not exist")
         if not _is_site(site):
-            raise ReportError(f"{site} is not a built report (no index.html and _app/): "
-                              "run `pvbench report build`, or give the store and --campaign/--run")
+            raise ReportError(
+                f"{site} is not a built report (no index.html and _app/): "
+                "run `pvbench report build`, or give the store and --campaign/--run"
+            )
         return site
 
     store = open_store(text.rstrip("/"))
     keys = [k for k in store.list_keys("") if k]
     if not keys:
-        raise ReportError(f"no report at {store.url}/: nothing is stored there (has the run's report step "
-                          "finished? `pvbench report serve --store s3://BUCKET` lists the stored reports)")
+        raise ReportError(
+            f"no report at {store.url}/: nothing is stored there (has the run's report step "
+            "finished? `pvbench report serve --store s3://BUCKET` lists the stored reports)"
+        )
     if INDEX not in keys or not any(k.startswith("_app/") for k in keys):
         hint = f"; the run's report is {store.url}/{REPORT_DIR}/" if f"{REPORT_DIR}/{INDEX}" in keys else ""
-        raise ReportError(f"{store.url}/ holds {len(keys)} objects but no built report (no index.html and _app/)"
-                          + hint)
+        raise ReportError(
+            f"{store.url}/ holds {len(keys)} objects but no built report (no index.html and _app/)" + hint
+        )
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     targets = []

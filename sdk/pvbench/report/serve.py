@@ -118,15 +118,24 @@ class _StoreHandler(_Handler):
     def _index(self, status: HTTPStatus = HTTPStatus.OK, message: str = "") -> None:
         try:
             reports = list_reports(self.state.store_url)
-            items = "".join(f'<li><a href="{html.escape(quote(r.path))}">{html.escape(r.campaign)} / '
-                            f"{html.escape(r.run)}</a></li>" for r in reports) or "<li>none yet</li>"
+            items = (
+                "".join(
+                    f'<li><a href="{html.escape(quote(r.path))}">{html.escape(r.campaign)} / '
+                    f"{html.escape(r.run)}</a></li>"
+                    for r in reports
+                )
+                or "<li>none yet</li>"
+            )
         except (StoreError, ReportError) as exc:
             items = f"<li>cannot list the store: {html.escape(str(exc))}</li>"
         note = f"<p><strong>{html.escape(message)}</strong></p>" if message else ""
-        self._send_html(status, f"<!doctype html><title>pvbench reports</title><h1>pvbench reports in "
-                                f"{html.escape(self.state.store_url)}</h1>{note}<ul>{items}</ul>"
-                                "<p>Open one with /open/&lt;campaign&gt;/&lt;run&gt; (run <code>all</code>: "
-                                "the campaign's report).</p>")
+        self._send_html(
+            status,
+            f"<!doctype html><title>pvbench reports</title><h1>pvbench reports in "
+            f"{html.escape(self.state.store_url)}</h1>{note}<ul>{items}</ul>"
+            "<p>Open one with /open/&lt;campaign&gt;/&lt;run&gt; (run <code>all</code>: "
+            "the campaign's report).</p>",
+        )
 
     def _route(self) -> bool:
         """Handle pvbench's own paths; False: serve a file of the current report."""
@@ -163,8 +172,14 @@ class _StoreHandler(_Handler):
             super().do_HEAD()
 
 
-def make_store_server(store_url: str, cache_dir: Path, host: str = "127.0.0.1", port: int = 8000,
-                      campaign: str | None = None, run: str | None = None) -> ThreadingHTTPServer:
+def make_store_server(
+    store_url: str,
+    cache_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    campaign: str | None = None,
+    run: str | None = None,
+) -> ThreadingHTTPServer:
     """An HTTP server (not started) for the reports of a store; with ``campaign``, that report is open at /.
 
     ``/open/<campaign>/<run>`` switches to another report, ``/_pvbench`` lists the stored ones.

@@ -50,8 +50,9 @@ class CellIdentity(_Strict):
     @property
     def key(self) -> CellKey:
         """Where this cell's result is stored (the layout slugs the labels)."""
-        return CellKey(self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload,
-                       self.rep)
+        return CellKey(
+            self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, self.rep
+        )
 
 
 class WorkloadSpec(_Strict):
@@ -70,7 +71,9 @@ class WorkloadSpec(_Strict):
     group: str | None = Field(default=None, description="Family for curves, e.g. randread or mix70")
     load: str | None = Field(default=None, description="Load level label, e.g. qd1, qd32, qd1x32, p80")
     title: str | None = Field(default=None, description="Human title, e.g. 'Random read IOPS'")
-    headline_metric: str | None = Field(default=None, description="The metric a report shows first: iops, bw_mib_s or lat_mean_us")
+    headline_metric: str | None = Field(
+        default=None, description="The metric a report shows first: iops, bw_mib_s or lat_mean_us"
+    )
 
 
 class DirectionMetrics(_Strict):

@@ -34,19 +34,28 @@ class AdaptiveSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target_half_width: float = Field(default=0.05, gt=0, lt=1,
-                                     description="Stop when the CI half-width is below this share of the mean")
-    min_repetitions: int = Field(default=5, ge=2, description="Always run at least this many (fewer makes "
-                                 "early stops too optimistic: ci/adaptive_resample.py)")
-    max_repetitions: int = Field(default=20, ge=2, le=MAX_REPETITIONS,
-                                 description="Never run more than this many (the same bound as repetitions)")
+    target_half_width: float = Field(
+        default=0.05, gt=0, lt=1, description="Stop when the CI half-width is below this share of the mean"
+    )
+    min_repetitions: int = Field(
+        default=5,
+        ge=2,
+        description="Always run at least this many (fewer makes early stops too optimistic: ci/adaptive_resample.py)",
+    )
+    max_repetitions: int = Field(
+        default=20,
+        ge=2,
+        le=MAX_REPETITIONS,
+        description="Never run more than this many (the same bound as repetitions)",
+    )
     confidence: float = Field(default=0.95, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _order(self) -> "AdaptiveSettings":
         if self.max_repetitions < self.min_repetitions:
-            raise ValueError(f"max_repetitions ({self.max_repetitions}) is below min_repetitions "
-                             f"({self.min_repetitions})")
+            raise ValueError(
+                f"max_repetitions ({self.max_repetitions}) is below min_repetitions ({self.min_repetitions})"
+            )
         return self
 
 
@@ -98,8 +107,17 @@ def assess(rows: Iterable[tuple[tuple, str, str, float]], settings: AdaptiveSett
         groups[(cell, direction, metric)].append(float(value))
     out = []
     for (cell, direction, metric), values in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        out.append(Precision(cell, direction, metric, len(values), sum(values) / len(values),
-                             relative_half_width(values, settings.confidence), needs_more(values, settings)))
+        out.append(
+            Precision(
+                cell,
+                direction,
+                metric,
+                len(values),
+                sum(values) / len(values),
+                relative_half_width(values, settings.confidence),
+                needs_more(values, settings),
+            )
+        )
     return out
 
 

@@ -64,8 +64,14 @@ def _write_values(path: Path, blocks: list[np.ndarray]) -> None:
         for d, block in enumerate(blocks):
             trials, occasions, reps = block.shape
             t, o, k = np.meshgrid(np.arange(trials), np.arange(occasions), np.arange(reps), indexing="ij")
-            out.write("".join(f"{d},{ti},{oi},{ki + 1},{v:.10g}\n" for ti, oi, ki, v in
-                              zip(t.ravel().tolist(), o.ravel().tolist(), k.ravel().tolist(), block.ravel().tolist())))
+            out.write(
+                "".join(
+                    f"{d},{ti},{oi},{ki + 1},{v:.10g}\n"
+                    for ti, oi, ki, v in zip(
+                        t.ravel().tolist(), o.ravel().tolist(), k.ravel().tolist(), block.ravel().tolist()
+                    )
+                )
+            )
 
 
 def _models_to_run():
@@ -127,18 +133,28 @@ def false_flag_rates(designs: list[FlagDesign], trials: int, seed: int = 1) -> l
         path = Path(tmp) / "values.csv"
         _write_values(path, blocks)
         con = _connect(path)
-        flagged = {(workload, kind): n for workload, kind, n in con.execute("""
+        flagged = {
+            (workload, kind): n
+            for workload, kind, n in con.execute("""
             select workload, kind, count(distinct storage_class)
-            from report_anomalies where kind in ('warm_up', 'outlier') group by all""").fetchall()}
+            from report_anomalies where kind in ('warm_up', 'outlier') group by all""").fetchall()
+        }
         con.close()
     rows = []
     for d, design in enumerate(designs):
         for detector in DETECTORS:
-            rows.append({
-                "detector": detector, "design": design.label(), "occasions": design.occasions,
-                "reps": design.reps, "icc": design.icc, "cv": design.cv,
-                "false_flag_rate": flagged.get((f"d{d:03d}", detector), 0) / trials, "trials": trials,
-            })
+            rows.append(
+                {
+                    "detector": detector,
+                    "design": design.label(),
+                    "occasions": design.occasions,
+                    "reps": design.reps,
+                    "icc": design.icc,
+                    "cv": design.cv,
+                    "false_flag_rate": flagged.get((f"d{d:03d}", detector), 0) / trials,
+                    "trials": trials,
+                }
+            )
     return rows
 
 
@@ -155,8 +171,12 @@ def format_table(rows: list[dict]) -> str:
     head = " | ".join(f"ICC {icc:g}, CV {cv:.0%}" for icc, cv in columns)
     out = []
     for detector in DETECTORS:
-        out += [f"{detector} — per-cell false-flag rate ({rows[0]['trials']} null cells per entry)", "",
-                f"| occasions × reps | {head} |", "|---|" + "---|" * len(columns)]
+        out += [
+            f"{detector} — per-cell false-flag rate ({rows[0]['trials']} null cells per entry)",
+            "",
+            f"| occasions × reps | {head} |",
+            "|---|" + "---|" * len(columns),
+        ]
         for o, r in shapes:
             cells = [rate.get((detector, o, r, icc, cv)) for icc, cv in columns]
             out.append(f"| {o} × {r} | " + " | ".join("" if c is None else f"{c:.1%}" for c in cells) + " |")

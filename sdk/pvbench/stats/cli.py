@@ -17,14 +17,19 @@ from rich.table import Table
 
 from pvbench.cli.common import fail
 
-app = typer.Typer(help="Statistics over stored results: comparisons, precision, anomalies, occasions.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Statistics over stored results: comparisons, precision, anomalies, occasions.", no_args_is_help=True
+)
 _err = Console(stderr=True)
 
 StoreOpt = Annotated[str, typer.Option(help="Store URL: a directory or s3://bucket/prefix")]
 CampaignOpt = Annotated[Optional[str], typer.Option(help="Campaign of both sides (unless a side names its own)")]
-LimitsOpt = Annotated[Optional[Path], typer.Option(
-    help="Storage class limits/prices (YAML or CSV; default $PVBENCH_LIMITS, then the store's config/limits.yaml)")]
+LimitsOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        help="Storage class limits/prices (YAML or CSV; default $PVBENCH_LIMITS, then the store's config/limits.yaml)"
+    ),
+]
 
 EXIT_REGRESSION = 1
 
@@ -61,20 +66,25 @@ def write_rows(rows: list[dict], out: Path) -> None:
 
 
 def compare_command(
-    baseline: Annotated[str, typer.Argument(help="Baseline: a run id, or key=value,… of campaign, run, "
-                                                 "storage_class, occasion, role")],
+    baseline: Annotated[
+        str, typer.Argument(help="Baseline: a run id, or key=value,… of campaign, run, storage_class, occasion, role")
+    ],
     candidate: Annotated[str, typer.Argument(help="Candidate, in the same form (e.g. the run after the upgrade)")],
     store: StoreOpt,
     campaign: CampaignOpt = None,
-    metrics: Annotated[str, typer.Option(help="headline (each workload's headline metric), all, or a list "
-                                              "like headline,lat_p99_us")] = "headline",
-    min_change: Annotated[Optional[float], typer.Option(
-        help="Smallest meaningful change of the mean, relative (0.05 = 5%); default from stats_settings")] = None,
+    metrics: Annotated[
+        str, typer.Option(help="headline (each workload's headline metric), all, or a list like headline,lat_p99_us")
+    ] = "headline",
+    min_change: Annotated[
+        Optional[float],
+        typer.Option(help="Smallest meaningful change of the mean, relative (0.05 = 5%); default from stats_settings"),
+    ] = None,
     alpha: Annotated[Optional[float], typer.Option(help="Family-wise error rate after Holm (default 0.05)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict rows as JSON on stdout")] = False,
     out: Annotated[Optional[Path], typer.Option(help="Also write the rows to a .parquet, .csv or .json file")] = None,
-    fail_on: Annotated[str, typer.Option(help="Exit 1 on: worse (a significant, meaningful regression) or never")]
-    = "worse",
+    fail_on: Annotated[
+        str, typer.Option(help="Exit 1 on: worse (a significant, meaningful regression) or never")
+    ] = "worse",
 ) -> None:
     """Compare two runs, storage classes, roles or campaigns; exit 1 if the candidate is significantly worse.
 
@@ -93,8 +103,8 @@ def compare_command(
     from dataclasses import replace
 
     from pvbench.analytics import AnalyticsError
-    from pvbench.stats.compare import BETTER, WITHHELD, WORSE, describe
     from pvbench.pipeline import compare_sides
+    from pvbench.stats.compare import BETTER, WITHHELD, WORSE, describe
     from pvbench.stats.sides import Side, SideError
     from pvbench.stats.tables import default_settings
     from pvbench.store import open_store
@@ -104,8 +114,9 @@ def compare_command(
         fail(f"--fail-on must be 'worse' or 'never', not {fail_on!r}")
     try:
         settings = default_settings()
-        settings = replace(settings, **{k: v for k, v in (("min_change", min_change), ("alpha", alpha))
-                                        if v is not None})
+        settings = replace(
+            settings, **{k: v for k, v in (("min_change", min_change), ("alpha", alpha)) if v is not None}
+        )
         base, cand = Side.parse(baseline, campaign), Side.parse(candidate, campaign)
         result = compare_sides(open_store(store), base, cand, metrics, settings)
     except (SideError, ValueError, AnalyticsError, StoreError) as exc:
@@ -114,9 +125,15 @@ def compare_command(
     rows = []
     for comp in result.comparisons:
         row = comp.as_row()
-        row.update(kind="compare", campaign=base.campaign if base.campaign == cand.campaign else None,
-                   baseline=base.describe(), candidate=cand.describe(),
-                   alpha=settings.alpha, min_change=settings.min_change, summary=describe(comp))
+        row.update(
+            kind="compare",
+            campaign=base.campaign if base.campaign == cand.campaign else None,
+            baseline=base.describe(),
+            candidate=cand.describe(),
+            alpha=settings.alpha,
+            min_change=settings.min_change,
+            summary=describe(comp),
+        )
         row.setdefault("storage_class", None)
         rows.append(row)
     if out:
@@ -142,7 +159,8 @@ def compare_command(
                 f"({comp.n_baseline}, {comp.occasions_baseline})",
                 f"{_num(comp.mean_candidate)}±{_num(comp.sd_candidate)} ({comp.n_candidate}, {comp.occasions_candidate})",
                 f"{_pct(comp.change)} [{_pct(comp.ratio_ci_low - 1)}, {_pct(comp.ratio_ci_high - 1)}]",
-                "—" if comp.reason else f"{comp.p_holm:.2g}", _verdict_style(comp.verdict),
+                "—" if comp.reason else f"{comp.p_holm:.2g}",
+                _verdict_style(comp.verdict),
             ]
             table.add_row(*cells)
         Console().print(table)
@@ -150,23 +168,36 @@ def compare_command(
     better = [c for c in result.comparisons if c.verdict == BETTER]
     withheld = [c for c in result.comparisons if c.verdict == WITHHELD]
     judged = len(result.comparisons) - len(withheld)
-    _err.print(f"{len(worse)} worse, {len(better)} better, {judged - len(worse) - len(better)} "
-               f"no meaningful difference — Holm across {judged} metric(s), "
-               f"α = {settings.alpha:g}, smallest meaningful change {settings.min_change:.0%}"
-               + (f"; {len(withheld)} withheld" if withheld else ""))
+    _err.print(
+        f"{len(worse)} worse, {len(better)} better, {judged - len(worse) - len(better)} "
+        f"no meaningful difference — Holm across {judged} metric(s), "
+        f"α = {settings.alpha:g}, smallest meaningful change {settings.min_change:.0%}"
+        + (f"; {len(withheld)} withheld" if withheld else "")
+    )
     for reason in sorted({c.reason for c in withheld}):
         _err.print(f"[yellow]withheld[/]: {reason}")
-    for label, keys in (("only in the baseline", result.only_baseline),
-                        ("only in the candidate", result.only_candidate), ("fewer than 2 values", result.too_few)):
+    for label, keys in (
+        ("only in the baseline", result.only_baseline),
+        ("only in the candidate", result.only_candidate),
+        ("fewer than 2 values", result.too_few),
+    ):
         if keys:
-            _err.print(f"[yellow]not compared[/] ({label}): " + "; ".join("/".join(map(str, k)) for k in keys[:8])
-                       + (f" and {len(keys) - 8} more" if len(keys) > 8 else ""))
+            _err.print(
+                f"[yellow]not compared[/] ({label}): "
+                + "; ".join("/".join(map(str, k)) for k in keys[:8])
+                + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+            )
     if not result.comparisons:
         fail("nothing to compare: the two sides share no workload and metric with 2+ values each")
     if worse and fail_on == "worse":
-        _err.print("[bold red]regression[/]: " + "; ".join(
-            f"{c.key.get('storage_class', '')} {c.key.get('workload')} {c.key.get('direction')} "
-            f"{c.key.get('metric')} {describe(c)}".strip() for c in worse))
+        _err.print(
+            "[bold red]regression[/]: "
+            + "; ".join(
+                f"{c.key.get('storage_class', '')} {c.key.get('workload')} {c.key.get('direction')} "
+                f"{c.key.get('metric')} {describe(c)}".strip()
+                for c in worse
+            )
+        )
         raise typer.Exit(EXIT_REGRESSION)
 
 
@@ -181,16 +212,27 @@ def ci_check(
     target: Annotated[float, typer.Option(help="Target 95% CI half-width, relative to the mean")] = 0.05,
     min_reps: Annotated[int, typer.Option(help="Every cell needs at least this many values")] = 5,
     max_reps: Annotated[int, typer.Option(help="Cap: a cell with this many values is done regardless")] = 20,
-    pool_occasions: Annotated[bool, typer.Option(
-        help="Judge each cell over all runs and occasions together (default: per run × occasion)")] = False,
+    pool_occasions: Annotated[
+        bool, typer.Option(help="Judge each cell over all runs and occasions together (default: per run × occasion)")
+    ] = False,
     exit_zero: Annotated[bool, typer.Option(help="Exit 0 even when cells need more repetitions")] = False,
-    seed: Annotated[Optional[int], typer.Option(
-        help="Shuffle the next cells with this seed (and --round), as local mode's rounds do")] = None,
-    round_: Annotated[int, typer.Option("--round", min=1, help="Which adaptive round this check opens "
-                                        "(varies the shuffle from round to round)")] = 1,
-    outputs: Annotated[Optional[Path], typer.Option(
-        help="Also write next.json (the next list) and more (true/false: another round is needed) into "
-             "this directory, for Argo output parameters")] = None,
+    seed: Annotated[
+        Optional[int],
+        typer.Option(help="Shuffle the next cells with this seed (and --round), as local mode's rounds do"),
+    ] = None,
+    round_: Annotated[
+        int,
+        typer.Option(
+            "--round", min=1, help="Which adaptive round this check opens (varies the shuffle from round to round)"
+        ),
+    ] = 1,
+    outputs: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Also write next.json (the next list) and more (true/false: another round is needed) into "
+            "this directory, for Argo output parameters"
+        ),
+    ] = None,
 ) -> None:
     """Is every cell's mean precise enough? Prints JSON; exit 0 if so, 1 if some cells need more reps.
 
@@ -258,9 +300,14 @@ def anomalies(
     where = f"where kind = '{kind}'" if kind in ("over_limit", "warm_up", "outlier") else ""
     if kind and not where:
         fail(f"--kind must be over_limit, warm_up or outlier, not {kind!r}")
-    rows = _table_rows(store, campaign, f"""
+    rows = _table_rows(
+        store,
+        campaign,
+        f"""
         select kind, storage_class, coalesce(workload_title, workload), direction, message
-        from report_anomalies {where}""", limits)
+        from report_anomalies {where}""",
+        limits,
+    )
     table = Table("kind", "storage class", "workload", "dir", "finding")
     for row in rows:
         table.add_row(*[str(x) for x in row])
@@ -274,23 +321,53 @@ def occasions(
     campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,
 ) -> None:
     """How much of each cell's spread is between occasions vs within one (report_occasions)."""
-    rows = _table_rows(store, campaign, """
+    rows = _table_rows(
+        store,
+        campaign,
+        """
         select storage_class, coalesce(workload_title, workload), direction, unit, n_occasions, n,
                mean, sd_between, sd_within, share_between, p_value, finding
-        from report_occasions""")
-    table = Table("storage class", "workload", "dir", "unit", "occasions", "n", "mean", "sd between",
-                  "sd within", "occasion share", "p (F)", "finding")
+        from report_occasions""",
+    )
+    table = Table(
+        "storage class",
+        "workload",
+        "dir",
+        "unit",
+        "occasions",
+        "n",
+        "mean",
+        "sd between",
+        "sd within",
+        "occasion share",
+        "p (F)",
+        "finding",
+    )
     for sc, wl, d, unit, k, n, mean, sb, sw, share, p, finding in rows:
-        table.add_row(sc, wl, d, unit, str(k), str(n), _num(mean), _num(sb), _num(sw),
-                      "–" if share is None else f"{share:.0%}", "–" if p is None else f"{p:.3g}", finding)
+        table.add_row(
+            sc,
+            wl,
+            d,
+            unit,
+            str(k),
+            str(n),
+            _num(mean),
+            _num(sb),
+            _num(sw),
+            "–" if share is None else f"{share:.0%}",
+            "–" if p is None else f"{p:.3g}",
+            finding,
+        )
     Console().print(table)
 
 
 @app.command("limits")
 def limits_command(
     path: Annotated[Path, typer.Argument(help="Limits file (YAML or CSV) to check")],
-    store: Annotated[Optional[str], typer.Option(
-        help="Also upload it to this store's config/limits.yaml (found there by every aggregate)")] = None,
+    store: Annotated[
+        Optional[str],
+        typer.Option(help="Also upload it to this store's config/limits.yaml (found there by every aggregate)"),
+    ] = None,
 ) -> None:
     """Check a storage class limits/prices file and show what it declares; optionally put it in the store."""
     from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, read_declarations
@@ -305,8 +382,13 @@ def limits_command(
     table = Table("storage class (glob)", "limit", "declared", "in pvbench units", "flag above")
     for lim in decl.limits:
         unit = "IOPS" if lim.metric == "iops" else "MiB/s"
-        table.add_row(lim.pattern, f"{lim.direction} {lim.metric}", lim.declared, f"{lim.value:,.1f} {unit}",
-                      f"{lim.value * (1 + lim.tolerance):,.1f} {unit}")
+        table.add_row(
+            lim.pattern,
+            f"{lim.direction} {lim.metric}",
+            lim.declared,
+            f"{lim.value:,.1f} {unit}",
+            f"{lim.value * (1 + lim.tolerance):,.1f} {unit}",
+        )
     Console().print(table)
     for price in decl.prices:
         _err.print(f"price: {price.scope} {price.pattern or ''} {price.price_per_hour:g} {price.currency}/h")

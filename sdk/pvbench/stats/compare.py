@@ -192,7 +192,7 @@ def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: s
         se = math.sqrt(vb + vc)
         if se == 0:
             return _Estimate(d, 0.0, kb + kc - 2, f"Welch t on {what} ({kb} vs {kc} occasions)")
-        df = (vb + vc) ** 2 / ((vb ** 2 / (kb - 1) if vb else 0) + (vc ** 2 / (kc - 1) if vc else 0))
+        df = (vb + vc) ** 2 / ((vb**2 / (kb - 1) if vb else 0) + (vc**2 / (kc - 1) if vc else 0))
         return _Estimate(d, se, float(df), f"Welch t on {what} ({kb} vs {kc} occasions)")
     # one side (or both) on a single occasion: pool the variation the other side and the history know
     groups = [y for y in (yb, yc) if len(y) >= 2] + [h for h in history if len(h) >= 2]
@@ -200,9 +200,14 @@ def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: s
     if df < min_df:
         others = sum(len(h) for h in history)
         state = "unknown" if df == 0 else f"too uncertain ({df} degree(s) of freedom, {min_df} needed)"
-        return _Estimate(d, math.nan, df, "not judged",
-                         f"{kb} vs {kc} occasion(s), {others} other occasion(s) of this class: day-to-day variation "
-                         f"{state} — run on more occasions, or against a baseline history of {min_df + 1}+ occasions")
+        return _Estimate(
+            d,
+            math.nan,
+            df,
+            "not judged",
+            f"{kb} vs {kc} occasion(s), {others} other occasion(s) of this class: day-to-day variation "
+            f"{state} — run on more occasions, or against a baseline history of {min_df + 1}+ occasions",
+        )
     s2 = sum(_sum_sq(g) for g in groups) / df
     se = math.sqrt(s2 * (1 / kb + 1 / kc))
     sources = []
@@ -213,8 +218,12 @@ def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: s
     hist = sum(len(h) for h in history if len(h) >= 2)
     if hist:
         sources.append(f"{hist} other occasions of this class")
-    return _Estimate(d, se, float(df), f"pooled t on {what} ({kb} vs {kc} occasions; day-to-day variation "
-                                       f"from {' and '.join(sources)})")
+    return _Estimate(
+        d,
+        se,
+        float(df),
+        f"pooled t on {what} ({kb} vs {kc} occasions; day-to-day variation from {' and '.join(sources)})",
+    )
 
 
 def _t_p_ci(est: _Estimate, confidence: float) -> tuple[float, float, float]:
@@ -231,9 +240,14 @@ def _t_p_ci(est: _Estimate, confidence: float) -> tuple[float, float, float]:
 
 
 # ------------------------------------------------------------------ one comparison
-def compare_samples(baseline: Occasions | Iterable[float], candidate: Occasions | Iterable[float],
-                    better: str = "higher", settings: CompareSettings = CompareSettings(),
-                    key: dict[str, object] | None = None, history: Occasions | Sequence[Occasions] = ()) -> Comparison:
+def compare_samples(
+    baseline: Occasions | Iterable[float],
+    candidate: Occasions | Iterable[float],
+    better: str = "higher",
+    settings: CompareSettings = CompareSettings(),
+    key: dict[str, object] | None = None,
+    history: Occasions | Sequence[Occasions] = (),
+) -> Comparison:
     """Compare two sides of one metric (no multiple-testing correction: see compare_many).
 
     Each side is a list of occasions, each a list of repetition values; a flat list of numbers
@@ -267,16 +281,31 @@ def compare_samples(baseline: Occasions | Iterable[float], candidate: Occasions 
         diff = est.d
         ratio = ratio_lo = ratio_hi = math.nan
     return Comparison(
-        key=dict(key or {}), better=better,
-        n_baseline=len(b), n_candidate=len(c), occasions_baseline=len(ob), occasions_candidate=len(oc),
-        mean_baseline=float(b.mean()), mean_candidate=float(c.mean()),
-        sd_baseline=float(b.std(ddof=1)), sd_candidate=float(c.std(ddof=1)),
-        median_baseline=float(np.median(b)), median_candidate=float(np.median(c)),
-        diff=diff, diff_ci_low=diff_lo, diff_ci_high=diff_hi,
-        ratio=ratio, ratio_ci_low=ratio_lo, ratio_ci_high=ratio_hi,
-        p_value=p, df=est.df, method=est.method, reason=est.reason,
+        key=dict(key or {}),
+        better=better,
+        n_baseline=len(b),
+        n_candidate=len(c),
+        occasions_baseline=len(ob),
+        occasions_candidate=len(oc),
+        mean_baseline=float(b.mean()),
+        mean_candidate=float(c.mean()),
+        sd_baseline=float(b.std(ddof=1)),
+        sd_candidate=float(c.std(ddof=1)),
+        median_baseline=float(np.median(b)),
+        median_candidate=float(np.median(c)),
+        diff=diff,
+        diff_ci_low=diff_lo,
+        diff_ci_high=diff_hi,
+        ratio=ratio,
+        ratio_ci_low=ratio_lo,
+        ratio_ci_high=ratio_hi,
+        p_value=p,
+        df=est.df,
+        method=est.method,
+        reason=est.reason,
         history_occasions=sum(len(g) for g in groups),
-        cliffs_delta=cliffs_delta(b, c), hl_shift=hodges_lehmann(b, c),
+        cliffs_delta=cliffs_delta(b, c),
+        hl_shift=hodges_lehmann(b, c),
     )
 
 
@@ -311,9 +340,11 @@ def decide(comparisons: list[Comparison], settings: CompareSettings = CompareSet
         else:
             comp.meaningful = abs(comp.change) >= settings.min_change
             improvement = comp.improvement
-        comp.equivalent = (not math.isnan(comp.ratio_ci_low)
-                           and comp.ratio_ci_low - 1 > -settings.min_change
-                           and comp.ratio_ci_high - 1 < settings.min_change)
+        comp.equivalent = (
+            not math.isnan(comp.ratio_ci_low)
+            and comp.ratio_ci_low - 1 > -settings.min_change
+            and comp.ratio_ci_high - 1 < settings.min_change
+        )
         if comp.significant and comp.meaningful:
             comp.verdict = BETTER if improvement > 0 else WORSE
         else:

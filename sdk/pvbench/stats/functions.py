@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+
 def _f_pvalue(f: float, df1: float, df2: float) -> float | None:
     from scipy import stats
 

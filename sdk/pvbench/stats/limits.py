@@ -40,12 +40,22 @@ LIMITS_STORE_KEY = "config/limits.yaml"
 DEFAULT_TOLERANCE = 0.10
 
 _UNITS = {  # → MiB/s
-    "b/s": 1 / 2**20, "kb/s": 1e3 / 2**20, "kib/s": 1 / 2**10, "mb/s": 1e6 / 2**20, "mib/s": 1.0,
-    "gb/s": 1e9 / 2**20, "gib/s": 2**10, "tb/s": 1e12 / 2**20, "tib/s": 2**20,
+    "b/s": 1 / 2**20,
+    "kb/s": 1e3 / 2**20,
+    "kib/s": 1 / 2**10,
+    "mb/s": 1e6 / 2**20,
+    "mib/s": 1.0,
+    "gb/s": 1e9 / 2**20,
+    "gib/s": 2**10,
+    "tb/s": 1e12 / 2**20,
+    "tib/s": 2**20,
 }
 _LIMIT_KEYS = {  # key → (metric, direction)
-    "iops": ("iops", "total"), "read_iops": ("iops", "read"), "write_iops": ("iops", "write"),
-    "bandwidth": ("bw_mib_s", "total"), "read_bandwidth": ("bw_mib_s", "read"),
+    "iops": ("iops", "total"),
+    "read_iops": ("iops", "read"),
+    "write_iops": ("iops", "write"),
+    "bandwidth": ("bw_mib_s", "total"),
+    "read_bandwidth": ("bw_mib_s", "read"),
     "write_bandwidth": ("bw_mib_s", "write"),
 }
 _OTHER_KEYS = {"price_per_hour", "note", "tolerance"}
@@ -114,8 +124,11 @@ def parse_declarations(data: dict, source: str = "limits") -> Declarations:
     currency = str(data.get("currency", "USD"))
     prices: list[Price] = []
     if data.get("cluster_price_per_hour") is not None:
-        prices.append(Price("cluster", None, _number(data["cluster_price_per_hour"],
-                                                     f"{source}: cluster_price_per_hour"), currency))
+        prices.append(
+            Price(
+                "cluster", None, _number(data["cluster_price_per_hour"], f"{source}: cluster_price_per_hour"), currency
+            )
+        )
     limits: list[Limit] = []
     classes = data.get("storage_classes") or {}
     if not isinstance(classes, dict):
@@ -127,21 +140,27 @@ def parse_declarations(data: dict, source: str = "limits") -> Declarations:
             raise LimitsError(f"{where} must be a mapping like {{iops: 5000, bandwidth: 200 MB/s}}")
         bad = set(entry) - set(_LIMIT_KEYS) - _OTHER_KEYS
         if bad:
-            raise LimitsError(f"{where}: unknown keys {sorted(bad)}; known: "
-                              f"{sorted(set(_LIMIT_KEYS) | _OTHER_KEYS)}")
+            raise LimitsError(f"{where}: unknown keys {sorted(bad)}; known: {sorted(set(_LIMIT_KEYS) | _OTHER_KEYS)}")
         tol = _number(entry.get("tolerance", tolerance), f"{where}.tolerance")
         note = str(entry["note"]) if entry.get("note") is not None else None
         for key, (metric, direction) in _LIMIT_KEYS.items():
             if entry.get(key) is None:
                 continue
-            value = (parse_bandwidth(entry[key], f"{where}.{key}") if metric == "bw_mib_s"
-                     else _number(entry[key], f"{where}.{key}"))
-            declared = str(entry[key]) + ("" if metric == "bw_mib_s" or not isinstance(entry[key], (int, float))
-                                          else " IOPS")
+            value = (
+                parse_bandwidth(entry[key], f"{where}.{key}")
+                if metric == "bw_mib_s"
+                else _number(entry[key], f"{where}.{key}")
+            )
+            declared = str(entry[key]) + (
+                "" if metric == "bw_mib_s" or not isinstance(entry[key], (int, float)) else " IOPS"
+            )
             limits.append(Limit(str(pattern), metric, direction, value, declared, tol, note))
         if entry.get("price_per_hour") is not None:
-            prices.append(Price("storage_class", str(pattern),
-                                _number(entry["price_per_hour"], f"{where}.price_per_hour"), currency))
+            prices.append(
+                Price(
+                    "storage_class", str(pattern), _number(entry["price_per_hour"], f"{where}.price_per_hour"), currency
+                )
+            )
     return Declarations(limits, prices, source)
 
 
@@ -182,8 +201,7 @@ def find_declarations(store=None, path: str | Path | None = None) -> Declaration
     if store is not None:
         try:
             if store.exists(LIMITS_STORE_KEY):
-                return read_declarations(store.get_bytes(LIMITS_STORE_KEY).decode(),
-                                         f"{store.url}/{LIMITS_STORE_KEY}")
+                return read_declarations(store.get_bytes(LIMITS_STORE_KEY).decode(), f"{store.url}/{LIMITS_STORE_KEY}")
         except LimitsError:
             raise
         except Exception:  # an unreachable store is reported by the results read, not here
@@ -216,10 +234,31 @@ def install(con, decl: Declarations) -> None:
             scope varchar, pattern varchar, like_pattern varchar, specificity integer,
             price_per_hour double, currency varchar, source varchar)""")
     for lim in decl.limits:
-        con.execute("insert into storage_class_limits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [lim.pattern, _like(lim.pattern), _specificity(lim.pattern), lim.metric, lim.direction,
-                     lim.value, lim.declared, lim.tolerance, lim.note, decl.source])
+        con.execute(
+            "insert into storage_class_limits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                lim.pattern,
+                _like(lim.pattern),
+                _specificity(lim.pattern),
+                lim.metric,
+                lim.direction,
+                lim.value,
+                lim.declared,
+                lim.tolerance,
+                lim.note,
+                decl.source,
+            ],
+        )
     for price in decl.prices:
-        con.execute("insert into cost_model values (?, ?, ?, ?, ?, ?, ?)",
-                    [price.scope, price.pattern, _like(price.pattern) if price.pattern else None,
-                     _specificity(price.pattern), price.price_per_hour, price.currency, decl.source])
+        con.execute(
+            "insert into cost_model values (?, ?, ?, ?, ?, ?, ?)",
+            [
+                price.scope,
+                price.pattern,
+                _like(price.pattern) if price.pattern else None,
+                _specificity(price.pattern),
+                price.price_per_hour,
+                price.currency,
+                decl.source,
+            ],
+        )

@@ -58,5 +58,4 @@ def split_variance(groups: Mapping[str, Sequence[float]] | Sequence[Sequence[flo
     total = var_b + ms_w
     f = ms_b / ms_w if ms_w > 0 else math.inf
     p = float(stats.f.sf(f, k - 1, n - k)) if ms_w > 0 else 0.0
-    return OccasionSplit(k, n, grand, var_b, ms_w, var_b / total if total > 0 else float("nan"),
-                         f, k - 1, n - k, p)
+    return OccasionSplit(k, n, grand, var_b, ms_w, var_b / total if total > 0 else float("nan"), f, k - 1, n - k, p)

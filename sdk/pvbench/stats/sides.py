@@ -14,13 +14,27 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pvbench.stats.compare import Comparison, CompareSettings, compare_many
+from pvbench.stats.compare import CompareSettings, Comparison, compare_many
 from pvbench.store.layout import slug
 
 SIDE_FIELDS = ("campaign", "run", "storage_class", "occasion", "role")
 ALIASES = {"class": "storage_class", "sc": "storage_class", "storageclass": "storage_class"}
-MEASUREMENT_COLUMNS = ("campaign", "run", "occasion", "storage_class", "profile", "workload", "workload_title",
-                       "direction", "metric", "unit", "better", "is_headline", "role", "value")
+MEASUREMENT_COLUMNS = (
+    "campaign",
+    "run",
+    "occasion",
+    "storage_class",
+    "profile",
+    "workload",
+    "workload_title",
+    "direction",
+    "metric",
+    "unit",
+    "better",
+    "is_headline",
+    "role",
+    "value",
+)
 
 
 class SideError(ValueError):
@@ -80,8 +94,10 @@ def select_metrics(rows: list[dict], metrics: str) -> list[dict]:
 
 def match_keys(baseline: Side, candidate: Side) -> tuple[str, ...]:
     if (baseline.storage_class is None) != (candidate.storage_class is None):
-        raise SideError("name a storage class on both sides (to compare two classes) or on neither "
-                        "(to compare each class with itself)")
+        raise SideError(
+            "name a storage class on both sides (to compare two classes) or on neither "
+            "(to compare each class with itself)"
+        )
     keys = ("profile", "workload", "direction", "metric")
     if baseline.storage_class is None:
         keys = ("storage_class",) + keys
@@ -108,14 +124,25 @@ def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
     for row in rows:
         g = groups[tuple(row[k] for k in keys)]
         g["occasions"][(row["run"], row["occasion"])].append(float(row["value"]))
-        g.update(better=row["better"], unit=row["unit"], workload_title=row["workload_title"],
-                 storage_class=row["storage_class"])
+        g.update(
+            better=row["better"],
+            unit=row["unit"],
+            workload_title=row["workload_title"],
+            storage_class=row["storage_class"],
+        )
     return groups
 
 
-def compare_groups(base_rows: list[dict], cand_rows: list[dict], keys: tuple[str, ...],
-                   settings: CompareSettings, baseline: Side, candidate: Side,
-                   min_n: int = 2, history_rows: list[dict] | None = None) -> SideComparison:
+def compare_groups(
+    base_rows: list[dict],
+    cand_rows: list[dict],
+    keys: tuple[str, ...],
+    settings: CompareSettings,
+    baseline: Side,
+    candidate: Side,
+    min_n: int = 2,
+    history_rows: list[dict] | None = None,
+) -> SideComparison:
     """Compare metric by metric. ``history_rows``: other results of the same classes (neither
     side's occasions), which tell how much occasions differ when a side has only one."""
     base, cand = group_values(base_rows, keys), group_values(cand_rows, keys)
@@ -127,16 +154,29 @@ def compare_groups(base_rows: list[dict], cand_rows: list[dict], keys: tuple[str
             too_few.append(key)
             continue
         label = dict(zip(keys, key))
-        label.update(unit=b["unit"], workload_title=b["workload_title"],
-                     baseline_storage_class=b["storage_class"], candidate_storage_class=c["storage_class"])
+        label.update(
+            unit=b["unit"],
+            workload_title=b["workload_title"],
+            baseline_storage_class=b["storage_class"],
+            candidate_storage_class=c["storage_class"],
+        )
         sides = set(b["occasions"]) | set(c["occasions"])
         past = [v for occ, v in history[key]["occasions"].items() if occ not in sides] if key in history else []
         todo.append((label, b["better"], list(b["occasions"].values()), list(c["occasions"].values()), past))
-        runs.append({"runs_baseline": len({run for run, _ in b["occasions"]}),
-                     "runs_candidate": len({run for run, _ in c["occasions"]})})
+        runs.append(
+            {
+                "runs_baseline": len({run for run, _ in b["occasions"]}),
+                "runs_candidate": len({run for run, _ in c["occasions"]}),
+            }
+        )
     comps = compare_many(todo, settings) if todo else []
     for comp, counts in zip(comps, runs):
         comp.extra.update(counts)
-    return SideComparison(baseline, candidate, comps,
-                          only_baseline=sorted(set(base) - set(cand), key=str),
-                          only_candidate=sorted(set(cand) - set(base), key=str), too_few=too_few)
+    return SideComparison(
+        baseline,
+        candidate,
+        comps,
+        only_baseline=sorted(set(base) - set(cand), key=str),
+        only_candidate=sorted(set(cand) - set(base), key=str),
+        too_few=too_few,
+    )

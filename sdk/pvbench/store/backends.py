@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Iterator, Protocol
 from urllib.parse import urlparse
 
-
 log = logging.getLogger("pvbench.store")
 
 
@@ -31,8 +30,18 @@ class StoreError(RuntimeError):
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 # S3 answers that retrying cannot change: fail at once with the server's word for it.
-_PERMANENT = {"NoSuchKey", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-              "InvalidBucketName", "AllAccessDisabled", "AccountProblem", "InvalidToken", "ExpiredToken"}
+_PERMANENT = {
+    "NoSuchKey",
+    "NoSuchBucket",
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidBucketName",
+    "AllAccessDisabled",
+    "AccountProblem",
+    "InvalidToken",
+    "ExpiredToken",
+}
 
 
 @dataclass(frozen=True)
@@ -190,8 +199,10 @@ class S3Settings:
         endpoint = endpoint.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
         if not _ENDPOINT.match(endpoint):
             shown = "…@" + endpoint.rsplit("@", 1)[1] if "@" in endpoint else endpoint
-            raise StoreError(f"PVBENCH_S3_ENDPOINT {shown!r} is not host:port (no user:password@, no path; "
-                             "credentials go in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
+            raise StoreError(
+                f"PVBENCH_S3_ENDPOINT {shown!r} is not host:port (no user:password@, no path; "
+                "credentials go in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+            )
         secure = os.environ.get("PVBENCH_S3_SECURE", "false").lower() in {"1", "true", "yes"}
         return cls(endpoint, access, secret, secure, os.environ.get("AWS_REGION"))
 
@@ -216,8 +227,9 @@ class S3Store:
             from minio import Minio
 
             # Retries are ours (_retry, with backoff and a clear final error), not urllib3's.
-            http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=5, read=120),
-                                       retries=urllib3.Retry(total=0, raise_on_status=False))
+            http = urllib3.PoolManager(
+                timeout=urllib3.Timeout(connect=5, read=120), retries=urllib3.Retry(total=0, raise_on_status=False)
+            )
             self._client = Minio(
                 http_client=http,
                 endpoint=self.settings.endpoint,
@@ -297,8 +309,12 @@ class S3Store:
         strip = len(self.prefix) + 1 if self.prefix else 0
         last: str | None = None
         while True:
-            pages = self._retry(f"list {self.url}/{prefix}", lambda: _first_and_rest(
-                self.client.list_objects(self.bucket, prefix=self._key(prefix), recursive=True, start_after=last)))
+            pages = self._retry(
+                f"list {self.url}/{prefix}",
+                lambda: _first_and_rest(
+                    self.client.list_objects(self.bucket, prefix=self._key(prefix), recursive=True, start_after=last)
+                ),
+            )
             first, rest = pages
             if first is None:
                 return
@@ -312,8 +328,9 @@ class S3Store:
 
                 if isinstance(exc, S3Error) and exc.code in _PERMANENT:
                     raise StoreError(f"list {self.url}/{prefix}: {exc.code}: {exc.message}") from exc
-                log.warning("listing %s/%s broke off after %s (%s); going on from there", self.url, prefix, last,
-                            _short(exc))
+                log.warning(
+                    "listing %s/%s broke off after %s (%s); going on from there", self.url, prefix, last, _short(exc)
+                )
 
     def duckdb_path(self, key_or_glob: str) -> str:
         return f"s3://{self.bucket}/{self._key(key_or_glob)}"
@@ -326,12 +343,20 @@ class S3Store:
         where = f"store {self.url} (endpoint {self.settings.endpoint})"
         try:
             if not self._retry(f"{where}: reach", lambda: self.client.bucket_exists(self.bucket)):
-                raise StoreError(f"{where}: bucket {self.bucket!r} does not exist; create it first "
-                                 f"(e.g. `mc mb ALIAS/{self.bucket}`)")
+                raise StoreError(
+                    f"{where}: bucket {self.bucket!r} does not exist; create it first "
+                    f"(e.g. `mc mb ALIAS/{self.bucket}`)"
+                )
             probe = f".pvbench-check.{os.getpid()}"
-            self._retry(f"{where}: write", lambda: self.client.put_object(
-                self.bucket, self._key(probe), io.BytesIO(b"ok"), 2, content_type="text/plain"))
-            self._retry(f"{where}: remove check object", lambda: self.client.remove_object(self.bucket, self._key(probe)))
+            self._retry(
+                f"{where}: write",
+                lambda: self.client.put_object(
+                    self.bucket, self._key(probe), io.BytesIO(b"ok"), 2, content_type="text/plain"
+                ),
+            )
+            self._retry(
+                f"{where}: remove check object", lambda: self.client.remove_object(self.bucket, self._key(probe))
+            )
         finally:
             self.attempts, self.backoff_s = saved
 
@@ -360,8 +385,10 @@ def open_store(url: str | os.PathLike) -> Store:
         if not parsed.netloc:
             raise StoreError(f"store URL {text!r} names no bucket: use s3://bucket/prefix")
         if not _BUCKET.match(parsed.netloc):
-            raise StoreError(f"store URL {text!r}: {parsed.netloc!r} is not an S3 bucket name "
-                             "(3-63 lowercase letters, digits, '.' and '-')")
+            raise StoreError(
+                f"store URL {text!r}: {parsed.netloc!r} is not an S3 bucket name "
+                "(3-63 lowercase letters, digits, '.' and '-')"
+            )
         return S3Store(parsed.netloc, parsed.path.strip("/"), S3Settings.from_env())
     if text.startswith("file://"):
         text = urlparse(text).path

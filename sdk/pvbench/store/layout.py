@@ -58,9 +58,11 @@ def check_distinct(kind: str, labels) -> None:
         if key in seen:
             if seen[key] == label:
                 raise ValueError(f"{kind} {label!r} is listed twice")
-            raise ValueError(f"{kind}s {seen[key]!r} and {label!r} would be stored under the same key "
-                             f"({kind}={key}): labels that differ only in case or punctuation overwrite each "
-                             "other; rename one")
+            raise ValueError(
+                f"{kind}s {seen[key]!r} and {label!r} would be stored under the same key "
+                f"({kind}={key}): labels that differ only in case or punctuation overwrite each "
+                "other; rename one"
+            )
         seen[key] = label
 
 
@@ -70,8 +72,10 @@ def check_distinct_keys(items) -> None:
     for what, key in items:
         where = key.result_key()
         if where in seen:
-            raise ValueError(f"{seen[where]} and {what} would be stored under the same key {key.prefix()}; "
-                             "one would overwrite the other")
+            raise ValueError(
+                f"{seen[where]} and {what} would be stored under the same key {key.prefix()}; "
+                "one would overwrite the other"
+            )
         seen[where] = what
 
 
@@ -88,8 +92,9 @@ class CellKey:
     rep: int
 
     def prefix(self) -> str:
-        return cell_prefix(self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload,
-                           int(self.rep))
+        return cell_prefix(
+            self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, int(self.rep)
+        )
 
     def result_key(self) -> str:
         return f"{self.prefix()}/{RESULT_FILE}"
@@ -98,8 +103,9 @@ class CellKey:
         return f"{self.prefix()}/{RAW_FIO_FILE}"
 
 
-def cell_prefix(campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str,
-                rep: int | str) -> str:
+def cell_prefix(
+    campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str, rep: int | str
+) -> str:
     """Where one cell's result.json and fio.json go (CellKey.prefix; templates call it with placeholders)."""
     return "/".join(
         [

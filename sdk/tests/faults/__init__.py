@@ -45,8 +45,9 @@ class Ctx:
     minio: object | None = None  # conftest.MinioServer
     env: dict[str, str] = field(default_factory=dict)
 
-    def cli(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
-            input: str | None = None) -> subprocess.CompletedProcess:
+    def cli(
+        self, *args: str, timeout: float = 120, env: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess:
         """Run `pvbench ARGS` as a user would, in the case's directory."""
         full_env = {**os.environ, **self.env, **(env or {})}
         full_env["PYTHONPATH"] = str(REPO / "sdk") + os.pathsep + full_env.get("PYTHONPATH", "")

@@ -32,32 +32,65 @@ def _validate_over_the_limit(ctx: Ctx) -> Outcome:
     """What the validate step runs, with the chart's limit in its environment (ConfigMap pvbench-limits)."""
     classes = json.dumps([f"class-{i}" for i in range(9)])
     out = ctx.tmp / "validate"
-    proc = ctx.cli("validate", "--campaign", "c", "--run", "wf-1", "--occasion", "adhoc", "--storage-classes", classes,
-                   "--profiles", "dbench", "--volume-size", "10Gi", "--outputs", str(out),
-                   env={"PVBENCH_MAX_STORAGE_CLASSES": "8"})
+    proc = ctx.cli(
+        "validate",
+        "--campaign",
+        "c",
+        "--run",
+        "wf-1",
+        "--occasion",
+        "adhoc",
+        "--storage-classes",
+        classes,
+        "--profiles",
+        "dbench",
+        "--volume-size",
+        "10Gi",
+        "--outputs",
+        str(out),
+        env={"PVBENCH_MAX_STORAGE_CLASSES": "8"},
+    )
     ok, shown = clear_error(proc, "9 storage classes", "at most 8", "maxStorageClasses")
     written = out.exists() and any(out.iterdir())
-    return Outcome(ok and not written, shown,
-                   "run stops at validate: no cell-timeout, no fan-out, no PVC" if not written else "outputs written")
+    return Outcome(
+        ok and not written,
+        shown,
+        "run stops at validate: no cell-timeout, no fan-out, no PVC" if not written else "outputs written",
+    )
 
 
 def _token_file_missing(ctx: Ctx) -> Outcome:
     # an unreachable server: exit 1 would mean a request was attempted
-    proc = ctx.cli("argo", "submit", "--host", "http://127.0.0.1:9", "--token-file", str(ctx.tmp / "no-token"),
-                   "-p", "repetitions=1", env={"ARGO_TOKEN": ""})
+    proc = ctx.cli(
+        "argo",
+        "submit",
+        "--host",
+        "http://127.0.0.1:9",
+        "--token-file",
+        str(ctx.tmp / "no-token"),
+        "-p",
+        "repetitions=1",
+        env={"ARGO_TOKEN": ""},
+    )
     ok, shown = clear_error(proc, "token file")
     return Outcome(ok and proc.returncode == 2, shown, "no request sent")
 
 
 CASES = [
-    _helm_refused("chart: benchmark.maxStorageClasses=0", ("benchmark.maxStorageClasses=0",),
-                  "maxStorageClasses", "minimum"),
-    _helm_refused("chart: storage-classes default naming 3 classes with maxStorageClasses=2",
-                  ("benchmark.maxStorageClasses=2", 'benchmark.parameters.storage-classes=["a"\\,"b"\\,"c"]'),
-                  "names 3 classes", "maxStorageClasses=2"),
-    _helm_refused("chart: events.csi.storageClasses over maxStorageClasses",
-                  ("benchmark.maxStorageClasses=1", "events.enabled=true", "events.csi.storageClasses={a,b}"),
-                  "events.csi.storageClasses names 2 classes"),
+    _helm_refused(
+        "chart: benchmark.maxStorageClasses=0", ("benchmark.maxStorageClasses=0",), "maxStorageClasses", "minimum"
+    ),
+    _helm_refused(
+        "chart: storage-classes default naming 3 classes with maxStorageClasses=2",
+        ("benchmark.maxStorageClasses=2", 'benchmark.parameters.storage-classes=["a"\\,"b"\\,"c"]'),
+        "names 3 classes",
+        "maxStorageClasses=2",
+    ),
+    _helm_refused(
+        "chart: events.csi.storageClasses over maxStorageClasses",
+        ("benchmark.maxStorageClasses=1", "events.enabled=true", "events.csi.storageClasses={a,b}"),
+        "events.csi.storageClasses names 2 classes",
+    ),
     _helm_refused("chart: events.rateLimit.unit=Day", ("events.rateLimit.unit=Day",), "rateLimit"),
     Case("chart", "validate: 9 storage classes, chart limit 8", _validate_over_the_limit),
     Case("chart", "argo submit --token-file that does not exist", _token_file_missing),

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,9 +27,16 @@ MATRIX = ["--campaign", "c", "--run", "r", "--occasion", "o", "--storage-classes
 def _config(ctx: Ctx, name: str = "pvbench-run.yaml", store: str = "store", **over) -> Path:
     """A one-cell local config (dbench randread-lat, quick timing) in the case's directory."""
     (ctx.tmp / "media").mkdir(exist_ok=True)
-    cfg = {"campaign": "c", "store": str(ctx.tmp / store), "spool": str(ctx.tmp / "spool"),
-           "storage_classes": {"local": str(ctx.tmp / "media")}, "profiles": ["dbench"],
-           "tests": ["randread-lat"], "repetitions": 1, **QUICK}
+    cfg = {
+        "campaign": "c",
+        "store": str(ctx.tmp / store),
+        "spool": str(ctx.tmp / "spool"),
+        "storage_classes": {"local": str(ctx.tmp / "media")},
+        "profiles": ["dbench"],
+        "tests": ["randread-lat"],
+        "repetitions": 1,
+        **QUICK,
+    }
     cfg.update(over)
     path = ctx.tmp / name
     path.write_text(yaml.safe_dump(cfg))
@@ -64,18 +70,27 @@ def user_files_in_target(ctx: Ctx) -> Outcome:
     stored = _results(ctx.tmp / "store")
     left = _fio_leftovers(media)
     ok = proc.returncode == 0 and len(kept) == len(mine) and len(stored) == 1 and not left
-    return Outcome(ok, f"exit {proc.returncode}: 1 cell measured in a directory holding the user's files",
-                   f"{len(kept)}/{len(mine)} user files untouched ({', '.join(mine)}); {len(stored)} stored; "
-                   f"fio's own files removed" + (f" — left: {[p.name for p in left]}" if left else ""))
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: 1 cell measured in a directory holding the user's files",
+        f"{len(kept)}/{len(mine)} user files untouched ({', '.join(mine)}); {len(stored)} stored; "
+        f"fio's own files removed" + (f" — left: {[p.name for p in left]}" if left else ""),
+    )
 
 
 # ------------------------------------------------------------------ 2. target paths reach fio verbatim
 def newline_exec_prerun(ctx: Ctx) -> Outcome:
-    proc = ctx.cli("local", "run", str(_config(ctx, storage_classes={"local": "media\nexec_prerun=touch PWNED"})),
-                   "--no-aggregate")
+    proc = ctx.cli(
+        "local", "run", str(_config(ctx, storage_classes={"local": "media\nexec_prerun=touch PWNED"})), "--no-aggregate"
+    )
     pwned = (ctx.tmp / "PWNED").exists()
-    return _refused(ctx, proc, "line break", extra_ok=not pwned,
-                    kept="nothing ran (no exec_prerun); store untouched" if not pwned else "fio ran touch PWNED")
+    return _refused(
+        ctx,
+        proc,
+        "line break",
+        extra_ok=not pwned,
+        kept="nothing ran (no exec_prerun); store untouched" if not pwned else "fio ran touch PWNED",
+    )
 
 
 def colon_in_path(ctx: Ctx) -> Outcome:
@@ -87,40 +102,88 @@ def colon_in_path(ctx: Ctx) -> Outcome:
     left = _fio_leftovers(ctx.tmp / "c:d")
     ok = proc.returncode == 0 and len(stored) == 1 and target == [str(ctx.tmp / "c:d")] and not wrong and not left
     err = " ".join(proc.stderr.split())[-150:] if proc.returncode else ""
-    return Outcome(ok, f"exit {proc.returncode}: measured in c:d (fio's directory= escapes ':' as '\\:') {err}",
-                   f"{len(stored)} stored; nothing written to a directory 'c'" if not wrong
-                   else "fio wrote into another directory 'c'")
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: measured in c:d (fio's directory= escapes ':' as '\\:') {err}",
+        f"{len(stored)} stored; nothing written to a directory 'c'"
+        if not wrong
+        else "fio wrote into another directory 'c'",
+    )
 
 
 def env_var_in_path(ctx: Ctx) -> Outcome:
     home = ctx.tmp / "home"
     home.mkdir()
-    proc = ctx.cli("local", "run", str(_config(ctx, storage_classes={"local": "${HOME}"})), "--no-aggregate",
-                   env={"HOME": str(home)})
+    proc = ctx.cli(
+        "local",
+        "run",
+        str(_config(ctx, storage_classes={"local": "${HOME}"})),
+        "--no-aggregate",
+        env={"HOME": str(home)},
+    )
     touched = list(home.iterdir())
-    return _refused(ctx, proc, "'$'", extra_ok=not touched,
-                    kept="nothing ran; $HOME untouched" if not touched else f"fio wrote {touched} into $HOME")
+    return _refused(
+        ctx,
+        proc,
+        "'$'",
+        extra_ok=not touched,
+        kept="nothing ran; $HOME untouched" if not touched else f"fio wrote {touched} into $HOME",
+    )
 
 
 def env_var_in_step_target(ctx: Ctx) -> Outcome:
     home = ctx.tmp / "home"
     home.mkdir()
     (ctx.tmp / "${HOME}").mkdir()  # the directory exists, named so; fio would expand the name to $HOME
-    proc = ctx.cli("fio-step", "--target", "${HOME}", "--campaign", "c", "--run", "r", "--occasion", "o",
-                   "--storage-class", "local", "--profile", "dbench", "--workload", "randread-lat", "--rep", "1",
-                   "--ramp", QUICK["ramp"], "--runtime", QUICK["runtime"], "--size", QUICK["size"],
-                   "--store", str(ctx.tmp / "store"), env={"HOME": str(home)})
+    proc = ctx.cli(
+        "fio-step",
+        "--target",
+        "${HOME}",
+        "--campaign",
+        "c",
+        "--run",
+        "r",
+        "--occasion",
+        "o",
+        "--storage-class",
+        "local",
+        "--profile",
+        "dbench",
+        "--workload",
+        "randread-lat",
+        "--rep",
+        "1",
+        "--ramp",
+        QUICK["ramp"],
+        "--runtime",
+        QUICK["runtime"],
+        "--size",
+        QUICK["size"],
+        "--store",
+        str(ctx.tmp / "store"),
+        env={"HOME": str(home)},
+    )
     touched = list(home.iterdir())
-    return _refused(ctx, proc, "'$'", extra_ok=not touched,
-                    kept="nothing ran; $HOME untouched" if not touched else f"fio wrote {touched} into $HOME")
+    return _refused(
+        ctx,
+        proc,
+        "'$'",
+        extra_ok=not touched,
+        kept="nothing ran; $HOME untouched" if not touched else f"fio wrote {touched} into $HOME",
+    )
 
 
 def target_is_a_file(ctx: Ctx) -> Outcome:
     (ctx.tmp / "media.img").write_text("mine\n")
     proc = ctx.cli("local", "run", str(_config(ctx, storage_classes={"local": "media.img"})), "--dry-run")
     intact = (ctx.tmp / "media.img").read_text() == "mine\n"
-    return _refused(ctx, proc, "is a file, not a directory", extra_ok=intact,
-                    kept="nothing ran; the file untouched" if intact else "the file was changed")
+    return _refused(
+        ctx,
+        proc,
+        "is a file, not a directory",
+        extra_ok=intact,
+        kept="nothing ran; the file untouched" if intact else "the file was changed",
+    )
 
 
 # ------------------------------------------------------------------ 3. profile files are never echoed
@@ -133,9 +196,11 @@ def _secret_file(ctx: Ctx, text: str) -> Path:
 def _not_echoed(ctx: Ctx, proc, *expect: str) -> Outcome:
     ok, shown = clear_error(proc, *expect)
     leaked = SECRET in proc.stderr or SECRET in proc.stdout or "s3cr3t" in proc.stderr
-    return Outcome(ok and not leaked, shown.replace(str(ctx.tmp), "…"),
-                   "nothing ran; the file's content is not in the output" if not leaked
-                   else "the file's content was printed")
+    return Outcome(
+        ok and not leaked,
+        shown.replace(str(ctx.tmp), "…"),
+        "nothing ran; the file's content is not in the output" if not leaked else "the file's content was printed",
+    )
 
 
 def profile_token_validate(ctx: Ctx) -> Outcome:
@@ -177,8 +242,14 @@ def sigterm_mid_cell(ctx: Ctx) -> Outcome:
     tmp.mkdir()
     config = _config(ctx, repetitions=3, runtime="1500ms")
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO / "sdk")}
-    proc = subprocess.Popen(PVBENCH + ["local", "run", str(config), "--no-aggregate", "--run", "term"],
-                            cwd=ctx.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        PVBENCH + ["local", "run", str(config), "--no-aggregate", "--run", "term"],
+        cwd=ctx.tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     # wait for the first stored result, then for the next cell's fio to be running
     while time.monotonic() < deadline and not _results(ctx.tmp / "store"):
@@ -200,17 +271,29 @@ def sigterm_mid_cell(ctx: Ctx) -> Outcome:
     stored = _results(ctx.tmp / "store")
     intact = all(json.loads(p.read_text())["identity"]["run"] == "term" for p in stored)
     err = " ".join(stderr.split())
-    ok = (proc.returncode not in (0, None) and "Traceback" not in stderr and "SIGTERM" in err and bool(fio_before)
-          and not orphans and not temp_left and not files_left and 1 <= len(stored) < 3 and intact)
+    ok = (
+        proc.returncode not in (0, None)
+        and "Traceback" not in stderr
+        and "SIGTERM" in err
+        and bool(fio_before)
+        and not orphans
+        and not temp_left
+        and not files_left
+        and 1 <= len(stored) < 3
+        and intact
+    )
     for pid in orphans:  # never leave this case's own fio behind, even when the rule did not hold
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     line = next((ln for ln in stderr.splitlines() if "error:" in ln), err[-160:])
-    return Outcome(ok, f"exit {proc.returncode}: {' '.join(line.split())[:200]}",
-                   f"{len(stored)} stored result(s) kept; fio stopped (orphans: {len(orphans)}), "
-                   f"temp dirs left: {len(temp_left)}, fio files left: {len(files_left)}")
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: {' '.join(line.split())[:200]}",
+        f"{len(stored)} stored result(s) kept; fio stopped (orphans: {len(orphans)}), "
+        f"temp dirs left: {len(temp_left)}, fio files left: {len(files_left)}",
+    )
 
 
 # ------------------------------------------------------------------ 5. durations and repetitions
@@ -232,8 +315,17 @@ def expand_huge_repetitions(ctx: Ctx) -> Outcome:
 
 def ci_check_huge_max_reps(ctx: Ctx) -> Outcome:
     """What the Argo adaptive loop asks between rounds, with a cap around the template's enum."""
-    proc = ctx.cli("stats", "ci-check", "--store", str(ctx.tmp / "store"), "--campaign", "c",
-                   "--max-reps", "1000000000", timeout=30)
+    proc = ctx.cli(
+        "stats",
+        "ci-check",
+        "--store",
+        str(ctx.tmp / "store"),
+        "--campaign",
+        "c",
+        "--max-reps",
+        "1000000000",
+        timeout=30,
+    )
     return _refused(ctx, proc, "max_repetitions", "100")
 
 
@@ -251,28 +343,48 @@ def same_run_twice(ctx: Ctx) -> Outcome:
     after = {p: p.read_bytes() for p in _results(ctx.tmp / "store")}
     ok, shown = clear_error(again, "already has", "r1")
     same = first.returncode == 0 and len(before) == 1 and before == after
-    return Outcome(ok and same, shown, "the first run's result kept byte for byte" if same
-                   else f"first run: exit {first.returncode}, {len(before)} → {len(after)} results, changed")
+    return Outcome(
+        ok and same,
+        shown,
+        "the first run's result kept byte for byte"
+        if same
+        else f"first run: exit {first.returncode}, {len(before)} → {len(after)} results, changed",
+    )
 
 
 def two_runs_same_second(ctx: Ctx) -> Outcome:
     """Two runs without --run started at once (one store, their own targets): two run ids, both kept."""
-    configs = [_config(ctx, name=f"run{i}.yaml", storage_classes={"local": str(ctx.tmp / f"media{i}")})
-               for i in (1, 2)]
+    configs = [_config(ctx, name=f"run{i}.yaml", storage_classes={"local": str(ctx.tmp / f"media{i}")}) for i in (1, 2)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "sdk")}
-    procs = [subprocess.Popen(PVBENCH + ["local", "run", str(c), "--no-aggregate"], cwd=ctx.tmp, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in configs]
+    procs = [
+        subprocess.Popen(
+            PVBENCH + ["local", "run", str(c), "--no-aggregate"],
+            cwd=ctx.tmp,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for c in configs
+    ]
     codes = [p.wait(timeout=120) for p in procs]
     runs = sorted({json.loads(p.read_text())["identity"]["run"] for p in _results(ctx.tmp / "store")})
     stored = _results(ctx.tmp / "store")
     ok = codes == [0, 0] and len(runs) == 2 and len(stored) == 2
-    return Outcome(ok, f"exit {codes}: run ids {', '.join(runs)}",
-                   f"{len(stored)} results under {len(runs)} run id(s)" + ("" if ok else " — one run overwrote the other"))
+    return Outcome(
+        ok,
+        f"exit {codes}: run ids {', '.join(runs)}",
+        f"{len(stored)} results under {len(runs)} run id(s)" + ("" if ok else " — one run overwrote the other"),
+    )
 
 
 CASES = [
-    Case("fio", "target holds the user's `pvbench.notes.txt`, `pvbench.yaml`, `pvbench.0.0`", user_files_in_target,
-         needs=("fio",)),
+    Case(
+        "fio",
+        "target holds the user's `pvbench.notes.txt`, `pvbench.yaml`, `pvbench.0.0`",
+        user_files_in_target,
+        needs=("fio",),
+    ),
     Case("fio", "target path with a newline + `exec_prerun=touch …`", newline_exec_prerun, needs=("fio",)),
     Case("fio", "target path `c:d` (fio splits directory= on ':')", colon_in_path, needs=("fio",)),
     Case("fio", "target path `${HOME}` (fio expands ${VAR})", env_var_in_path, needs=("fio",)),

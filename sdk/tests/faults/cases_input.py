@@ -9,8 +9,13 @@ from faults import Case, Ctx, Outcome, clear_error
 
 def _config(ctx: Ctx, **over) -> str:
     (ctx.tmp / "media").mkdir(exist_ok=True)
-    cfg = {"campaign": "c", "store": str(ctx.tmp / "store"), "storage_classes": {"local": str(ctx.tmp / "media")},
-           "profiles": ["dbench"], "repetitions": 1}
+    cfg = {
+        "campaign": "c",
+        "store": str(ctx.tmp / "store"),
+        "storage_classes": {"local": str(ctx.tmp / "media")},
+        "profiles": ["dbench"],
+        "repetitions": 1,
+    }
     cfg.update(over)
     path = ctx.tmp / "pvbench.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -22,13 +27,15 @@ def _local_run_refused(name: str, *expect: str, **over) -> Case:
         proc = ctx.cli("local", "run", _config(ctx, **over), "--dry-run")
         ok, shown = clear_error(proc, *expect)
         stored = list((ctx.tmp / "store").rglob("result.json")) if (ctx.tmp / "store").exists() else []
-        return Outcome(ok and not stored, shown, "nothing ran; store untouched" if not stored else f"{len(stored)} stored")
+        return Outcome(
+            ok and not stored, shown, "nothing ran; store untouched" if not stored else f"{len(stored)} stored"
+        )
+
     return Case("input", name, run)
 
 
 CASES = [
-    _local_run_refused("storage class `Bad_Name` (not DNS-1123)", "Bad_Name",
-                       storage_classes={"Bad_Name": "/tmp"}),
+    _local_run_refused("storage class `Bad_Name` (not DNS-1123)", "Bad_Name", storage_classes={"Bad_Name": "/tmp"}),
     _local_run_refused("unknown profile `nosuch`", "nosuch", profiles=["nosuch"]),
     _local_run_refused("repetitions: -1", "repetitions", repetitions=-1),
     _local_run_refused("size: -1G", "size", size="-1G"),

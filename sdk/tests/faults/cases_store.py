@@ -28,8 +28,9 @@ def _csv(ctx: Ctx, *rows: str) -> str:
     return str(path)
 
 
-def _row(solution: str = "Portworx", rep: int = 1, value: str = "100", metric: str = "Random read IOPS",
-         occasion: str = "1") -> str:
+def _row(
+    solution: str = "Portworx", rep: int = 1, value: str = "100", metric: str = "Random read IOPS", occasion: str = "1"
+) -> str:
     return f"Azure,{solution},{occasion},Apr 21 12:38:29 2023,{rep},{metric},IOPS,{value}"
 
 
@@ -43,9 +44,18 @@ def _hidden(path: Path) -> list[Path]:
 
 def _config(ctx: Ctx, **over) -> str:
     (ctx.tmp / "media").mkdir(exist_ok=True)
-    cfg = {"campaign": "c", "store": str(ctx.tmp / "store"), "spool": str(ctx.tmp / "spool"),
-           "storage_classes": {"local": str(ctx.tmp / "media")}, "profiles": ["dbench"],
-           "tests": ["randread-iops"], "repetitions": 1, "ramp": "100ms", "runtime": "300ms", "size": "4M"}
+    cfg = {
+        "campaign": "c",
+        "store": str(ctx.tmp / "store"),
+        "spool": str(ctx.tmp / "spool"),
+        "storage_classes": {"local": str(ctx.tmp / "media")},
+        "profiles": ["dbench"],
+        "tests": ["randread-iops"],
+        "repetitions": 1,
+        "ramp": "100ms",
+        "runtime": "300ms",
+        "size": "4M",
+    }
     cfg.update(over)
     path = ctx.tmp / "pvbench.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -66,8 +76,13 @@ def occasions_differing_in_case(ctx: Ctx) -> Outcome:
 
 def import_labels_one_slug(ctx: Ctx) -> Outcome:
     store = ctx.tmp / "store"
-    proc = ctx.cli("import", "thesis-csv", _csv(ctx, _row("Azure Disk"), _row("azure-disk"), _row("Portworx")),
-                   "--store", str(store))
+    proc = ctx.cli(
+        "import",
+        "thesis-csv",
+        _csv(ctx, _row("Azure Disk"), _row("azure-disk"), _row("Portworx")),
+        "--store",
+        str(store),
+    )
     ok, shown = clear_error(proc, "'Azure Disk'", "'azure-disk'", "lines 2 and 3")
     stored = _results(store)
     return Outcome(ok and not stored, shown, "nothing imported" if not stored else f"{len(stored)} files written")
@@ -109,8 +124,12 @@ def _aggregate(ctx: Ctx, store: Path):
         import duckdb
 
         # results counted: report_cost's per-run n_results (the per-result rows are in the compacts)
-        counts["result_rows"] = int(duckdb.sql(f"select sum(n_results) from '{out / 'report_cost.parquet'}'").fetchone()[0])
-        counts["skipped_results"] = duckdb.sql(f"select count(*) from '{out / 'skipped_results.parquet'}'").fetchone()[0]
+        counts["result_rows"] = int(
+            duckdb.sql(f"select sum(n_results) from '{out / 'report_cost.parquet'}'").fetchone()[0]
+        )
+        counts["skipped_results"] = duckdb.sql(f"select count(*) from '{out / 'skipped_results.parquet'}'").fetchone()[
+            0
+        ]
     return proc, counts
 
 
@@ -129,28 +148,45 @@ def result_copied_to_second_key(ctx: Ctx) -> Outcome:
     proc, counts = _aggregate(ctx, store)
     err = " ".join(proc.stderr.split())
     key = copy.relative_to(store).as_posix()
-    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == 1
-          and "counted once" in err and key in err and "Traceback" not in proc.stderr)
-    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
-                   f"{counts.get('result_rows')} of 6 results counted; copy listed in skipped_results")
+    ok = (
+        proc.returncode == 0
+        and counts.get("result_rows") == 6
+        and counts.get("skipped_results") == 1
+        and "counted once" in err
+        and key in err
+        and "Traceback" not in proc.stderr
+    )
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: {err[:200]}",
+        f"{counts.get('result_rows')} of 6 results counted; copy listed in skipped_results",
+    )
 
 
 def _bad_documents(ctx: Ctx, docs: dict[str, str], expect_reasons: list[str]) -> Outcome:
     store = _imported_store(ctx)
     template = _results(store)[0]
     keys = []
-    for rep, (name, text) in enumerate(docs.items(), start=20):
+    for rep, text in enumerate(docs.values(), start=20):
         path = _copy_key(template, rep=str(rep))
         path.write_text(text)
         keys.append(path.relative_to(store).as_posix())
     proc, counts = _aggregate(ctx, store)
     err = " ".join(proc.stderr.split())
     named = all(k in err for k in keys) and all(r in err for r in expect_reasons)
-    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == len(docs)
-          and named and "Traceback" not in proc.stderr)
-    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
-                   f"{counts.get('result_rows')} of 6 valid results counted; {counts.get('skipped_results')} "
-                   "left out, each named with its reason (warning + skipped_results table)")
+    ok = (
+        proc.returncode == 0
+        and counts.get("result_rows") == 6
+        and counts.get("skipped_results") == len(docs)
+        and named
+        and "Traceback" not in proc.stderr
+    )
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: {err[:200]}",
+        f"{counts.get('result_rows')} of 6 valid results counted; {counts.get('skipped_results')} "
+        "left out, each named with its reason (warning + skipped_results table)",
+    )
 
 
 def truncated_document(ctx: Ctx) -> Outcome:
@@ -160,8 +196,9 @@ def truncated_document(ctx: Ctx) -> Outcome:
 
 def foreign_documents(ctx: Ctx) -> Outcome:
     v2 = json.dumps({"schema_version": "pvbench.result/v2", "identity": {}})
-    return _bad_documents(ctx, {"empty": "", "foo": '{"foo": 1}', "v2": v2},
-                          ["empty file", "no schema_version", "pvbench.result/v2"])
+    return _bad_documents(
+        ctx, {"empty": "", "foo": '{"foo": 1}', "v2": v2}, ["empty file", "no schema_version", "pvbench.result/v2"]
+    )
 
 
 def negative_iops_document(ctx: Ctx) -> Outcome:
@@ -174,9 +211,16 @@ def negative_iops_document(ctx: Ctx) -> Outcome:
     dst.write_text(json.dumps(doc))
     proc, counts = _aggregate(ctx, store)
     err = " ".join(proc.stderr.split())
-    ok = (proc.returncode == 0 and counts.get("result_rows") == 6 and counts.get("skipped_results") == 1
-          and "greater than or equal to 0" in err and "Traceback" not in proc.stderr)
-    return Outcome(ok, f"exit {proc.returncode}: {err[:200]}", f"{counts.get('result_rows')} of 6 valid results counted")
+    ok = (
+        proc.returncode == 0
+        and counts.get("result_rows") == 6
+        and counts.get("skipped_results") == 1
+        and "greater than or equal to 0" in err
+        and "Traceback" not in proc.stderr
+    )
+    return Outcome(
+        ok, f"exit {proc.returncode}: {err[:200]}", f"{counts.get('result_rows')} of 6 valid results counted"
+    )
 
 
 # ---------------------------------------------------------------- 4. values: finite, non-negative
@@ -188,6 +232,7 @@ def _import_refused(*values: str):
         ok, shown = clear_error(proc, "line 3", "finite, non-negative")
         stored = _results(store)
         return Outcome(ok and not stored, shown, "nothing imported" if not stored else f"{len(stored)} files written")
+
     return run
 
 
@@ -195,8 +240,9 @@ def _import_refused(*values: str):
 @contextlib.contextmanager
 def _tmpfs(path: Path, size: str = "64k"):
     path.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         yield None
         return
@@ -232,8 +278,11 @@ def import_into_full_disk(ctx: Ctx) -> Outcome:
         stored, hidden = _results(store), _hidden(disk)
         said = f"imported {len(stored)} result(s)" in err and "No space left" in err
         ok = proc.returncode != 0 and said and not hidden and "Traceback" not in proc.stderr
-        return Outcome(ok, f"exit {proc.returncode}: {err[:200]}",
-                       f"{len(stored)} of 15 written and counted as such; {len(hidden)} temporary files left")
+        return Outcome(
+            ok,
+            f"exit {proc.returncode}: {err[:200]}",
+            f"{len(stored)} of 15 written and counted as such; {len(hidden)} temporary files left",
+        )
 
 
 def spool_on_full_disk(ctx: Ctx) -> Outcome:
@@ -248,13 +297,24 @@ def spool_on_full_disk(ctx: Ctx) -> Outcome:
 
         m = ctx.minio
         client = Minio(m.endpoint, access_key=m.access_key, secret_key=m.secret_key, secure=False)
-        stored = [o.object_name for o in client.list_objects("spoolfull", prefix="p/results", recursive=True)
-                  if o.object_name.endswith("result.json")]
+        stored = [
+            o.object_name
+            for o in client.list_objects("spoolfull", prefix="p/results", recursive=True)
+            if o.object_name.endswith("result.json")
+        ]
         hidden = _hidden(spool)
-        ok = proc.returncode == 0 and "stored 1" in err and len(stored) == 1 and not hidden \
+        ok = (
+            proc.returncode == 0
+            and "stored 1" in err
+            and len(stored) == 1
+            and not hidden
             and "Traceback" not in proc.stderr
-        return Outcome(ok, f"exit {proc.returncode}: {err[-200:]}",
-                       f"{len(stored)} of 1 result in S3; {len(hidden)} temporary files left in the spool")
+        )
+        return Outcome(
+            ok,
+            f"exit {proc.returncode}: {err[-200:]}",
+            f"{len(stored)} of 1 result in S3; {len(hidden)} temporary files left in the spool",
+        )
 
 
 # ---------------------------------------------------------------- 5. store URLs and settings
@@ -265,6 +325,7 @@ def _store_url_refused(url: str, *expect: str):
     def run(ctx: Ctx) -> Outcome:
         proc = ctx.cli("local", "run", _config(ctx, store=url), "--dry-run", env=NO_S3)
         return _nothing_ran(ctx, proc, *expect)
+
     return run
 
 
@@ -285,12 +346,16 @@ def endpoint_with_userinfo(ctx: Ctx) -> Outcome:
     spool = ctx.tmp / "spool"
     spool.mkdir()
     endpoint = f"{ctx.minio.access_key}:{ctx.minio.secret_key}@{ctx.minio.endpoint}"
-    proc, took = _timed(ctx, "store", "flush", "--spool", str(spool), "--store", "s3://bench/p",
-                        env={"PVBENCH_S3_ENDPOINT": endpoint})
+    proc, took = _timed(
+        ctx, "store", "flush", "--spool", str(spool), "--store", "s3://bench/p", env={"PVBENCH_S3_ENDPOINT": endpoint}
+    )
     ok, shown = clear_error(proc, "not host:port")
     secret_shown = ctx.minio.secret_key in proc.stderr
-    return Outcome(ok and took < 10 and not secret_shown, f"{shown} ({took:.1f} s)",
-                   "spool untouched; the password is not echoed" if not secret_shown else "password echoed")
+    return Outcome(
+        ok and took < 10 and not secret_shown,
+        f"{shown} ({took:.1f} s)",
+        "spool untouched; the password is not echoed" if not secret_shown else "password echoed",
+    )
 
 
 def missing_bucket(ctx: Ctx) -> Outcome:
@@ -320,7 +385,7 @@ CASES = [
     Case("store", "CSV import: one cell, two values", import_same_cell_two_values),
     Case("store", "result.json copied to a second key, then aggregate", result_copied_to_second_key),
     Case("store", "a truncated result.json in the campaign", truncated_document),
-    Case("store", "an empty, a `{\"foo\":1}` and a schema v2 document", foreign_documents),
+    Case("store", 'an empty, a `{"foo":1}` and a schema v2 document', foreign_documents),
     Case("store", "a result.json with negative IOPS", negative_iops_document),
     Case("store", "CSV value `nan`", _import_refused("nan")),
     Case("store", "CSV value `inf`", _import_refused("inf")),
@@ -329,8 +394,11 @@ CASES = [
     Case("store", "spool on a full disk, S3 up", spool_on_full_disk, needs=("fio", "minio")),
     Case("store", "store `s3://` (no bucket)", _store_url_refused("s3://", "names no bucket")),
     Case("store", "store `ftp://host/x`", _store_url_refused("ftp://host/x", "unsupported store URL")),
-    Case("store", "store `s3://bench` without credentials (--dry-run)",
-         _store_url_refused("s3://bench/p", "PVBENCH_S3_ENDPOINT", "AWS_ACCESS_KEY_ID")),
+    Case(
+        "store",
+        "store `s3://bench` without credentials (--dry-run)",
+        _store_url_refused("s3://bench/p", "PVBENCH_S3_ENDPOINT", "AWS_ACCESS_KEY_ID"),
+    ),
     Case("store", "bucket missing (--dry-run)", missing_bucket, needs=("minio",)),
     Case("store", "`store ls` with a wrong secret", wrong_secret, needs=("minio",)),
     Case("store", "endpoint `user:pass@host:port`, `store flush`", endpoint_with_userinfo, needs=("minio",)),
