@@ -64,12 +64,26 @@ class MinioServer:
         }
 
     def start(self) -> None:
-        env = {**os.environ, "MINIO_ROOT_USER": self.access_key, "MINIO_ROOT_PASSWORD": self.secret_key,
-               "MINIO_BROWSER": "off"}
+        env = {
+            **os.environ,
+            "MINIO_ROOT_USER": self.access_key,
+            "MINIO_ROOT_PASSWORD": self.secret_key,
+            "MINIO_BROWSER": "off",
+        }
         self.proc = subprocess.Popen(
-            [tool("minio"), "server", str(self.data_dir), "--address", self.endpoint,
-             "--console-address", f"127.0.0.1:{self.console_port}", "--quiet"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                tool("minio"),
+                "server",
+                str(self.data_dir),
+                "--address",
+                self.endpoint,
+                "--console-address",
+                f"127.0.0.1:{self.console_port}",
+                "--quiet",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -128,8 +142,11 @@ def quick_timing() -> dict[str, str]:
 def thesis_store(tmp_path_factory) -> Path:
     """The thesis's 800 published per-run values, imported through the CLI (read-only: copy to modify)."""
     store = tmp_path_factory.mktemp("thesis")
-    proc = subprocess.run([sys.executable, "-m", "pvbench.cli", "import", "thesis-csv", str(THESIS_CSV),
-                           "--store", str(store)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pvbench.cli", "import", "thesis-csv", str(THESIS_CSV), "--store", str(store)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return store
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from report_fixture import write_synthetic_results
 
 from pvbench.report import REPORT_TABLES, ReportError, build_report, check_installed, stage_data, start_server
-from report_fixture import write_synthetic_results
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
@@ -118,25 +118,39 @@ def thesis_site(reports, tmp_path_factory) -> Site:
     """The thesis only (dbench): built in-process with build_report()."""
     work = tmp_path_factory.mktemp("report-thesis")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
-    pvbench("aggregate", "--store", str(work / "store"), "--campaign", "thesis", "--out", str(work / "data"),
-            "--limits", str(LIMITS))
+    pvbench(
+        "aggregate",
+        "--store",
+        str(work / "store"),
+        "--campaign",
+        "thesis",
+        "--out",
+        str(work / "data"),
+        "--limits",
+        str(LIMITS),
+    )
     site = build_report(work / "data", work / "site", title="Thesis (Azure)", quiet=True)
     server, url = start_server(site)
     try:
         shots = ARTIFACTS / "thesis"
-        result = browse(reports, url, shots, [
-            {"name": "index", "path": "/", "minCharts": 10},
-            {"name": "boxplots", "path": "/boxplots/", "minCharts": 10},
-            {"name": "fsync-empty", "path": "/fsync/"},
-            {"name": "sweep-empty", "path": "/sweep/"},
-            {"name": "storage-classes", "path": "/storage-classes/"},
-            {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
-            {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},
-            {"name": "comparisons", "path": "/comparisons/", "minCharts": 6},
-            {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
-            {"name": "occasions", "path": "/occasions/", "minCharts": 44},
-            {"name": "methodology", "path": "/methodology/"},
-        ])
+        result = browse(
+            reports,
+            url,
+            shots,
+            [
+                {"name": "index", "path": "/", "minCharts": 10},
+                {"name": "boxplots", "path": "/boxplots/", "minCharts": 10},
+                {"name": "fsync-empty", "path": "/fsync/"},
+                {"name": "sweep-empty", "path": "/sweep/"},
+                {"name": "storage-classes", "path": "/storage-classes/"},
+                {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
+                {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},
+                {"name": "comparisons", "path": "/comparisons/", "minCharts": 6},
+                {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
+                {"name": "occasions", "path": "/occasions/", "minCharts": 44},
+                {"name": "methodology", "path": "/methodology/"},
+            ],
+        )
         yield Site("thesis", site, url, result)
     finally:
         server.shutdown()
@@ -149,38 +163,57 @@ def full_site(reports, tmp_path_factory) -> Site:
     write_synthetic_results(work / "store")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
     pvbench("aggregate", "--store", str(work / "store"), "--out", str(work / "data"))
-    cmd = [sys.executable, "-m", "pvbench.cli", "report", "build", "--data", str(work / "data"),
-           "--out", str(work / "site"), "--title", "pvbench test report"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pvbench.cli",
+        "report",
+        "build",
+        "--data",
+        str(work / "data"),
+        "--out",
+        str(work / "site"),
+        "--title",
+        "pvbench test report",
+    ]
     offline = can_unshare_net()
     if offline:
         cmd = ["unshare", "-n", *cmd]  # a network namespace with only a (down) loopback
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, f"report build failed (offline={offline}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"report build failed (offline={offline}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "full-build.txt").write_text(f"built without network: {offline}\n{proc.stderr}")
     server, url = start_server(work / "site")
     try:
-        result = browse(reports, url, ARTIFACTS / "full", [
-            {"name": "index", "path": "/", "minCharts": 24},
-            {"name": "boxplots", "path": "/boxplots/", "minCharts": 24},
-            {"name": "fsync", "path": "/fsync/", "minCharts": 2},
-            {"name": "sweep", "path": "/sweep/", "minCharts": 18},
-            {"name": "class-rook-ceph-rbd", "path": "/storage-classes/rook-ceph-rbd/", "minCharts": 30},
-            {"name": "class-nvme-tcp", "path": "/storage-classes/nvme-tcp/", "minCharts": 18},
-            {"name": "comparisons", "path": "/comparisons/", "minCharts": 12},
-            {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
-            {"name": "occasions", "path": "/occasions/", "minCharts": 49},
-            {"name": "methodology", "path": "/methodology/"},
-            {"name": "runs", "path": "/runs/"},
-            # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
-            {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
-        ])
+        result = browse(
+            reports,
+            url,
+            ARTIFACTS / "full",
+            [
+                {"name": "index", "path": "/", "minCharts": 24},
+                {"name": "boxplots", "path": "/boxplots/", "minCharts": 24},
+                {"name": "fsync", "path": "/fsync/", "minCharts": 2},
+                {"name": "sweep", "path": "/sweep/", "minCharts": 18},
+                {"name": "class-rook-ceph-rbd", "path": "/storage-classes/rook-ceph-rbd/", "minCharts": 30},
+                {"name": "class-nvme-tcp", "path": "/storage-classes/nvme-tcp/", "minCharts": 18},
+                {"name": "comparisons", "path": "/comparisons/", "minCharts": 12},
+                {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
+                {"name": "occasions", "path": "/occasions/", "minCharts": 49},
+                {"name": "methodology", "path": "/methodology/"},
+                {"name": "runs", "path": "/runs/"},
+                # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
+                {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
+            ],
+        )
         yield Site("full", work / "site", url, result)
     finally:
         server.shutdown()
 
 
 # ------------------------------------------------------------------ quick (no build)
+
 
 def test_numbers_are_rounded_to_what_the_data_supports():
     """The report's number formatting (reports/components/pvbench.js), run in node."""
@@ -193,12 +226,23 @@ def test_numbers_are_rounded_to_what_the_data_supports():
       m.meanSd(256083.6, 51728.9), m.meanSd(3991.8, 119.5), m.meanSd(1000.4, 5.2), m.meanSd(12.345, 0.5),
       m.meanSd(-4.2, 0), m.sig(0.012345), m.sig(35745), m.interval(244123, 268456, 256000), m.num(1.23456, 2),
     ]));"""
-    proc = subprocess.run([node, "--input-type=module", "-e", script, str(REPO / "reports" / "components" / "pvbench.js")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [node, "--input-type=module", "-e", script, str(REPO / "reports" / "components" / "pvbench.js")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [
-        "256,000 ± 52,000", "3,990 ± 120", "1,000 ± 5", "12.35 ± 0.50", "−4.20 ± 0.00", "0.0123", "35,700",
-        "[244,000, 268,000]", "1.23",
+        "256,000 ± 52,000",
+        "3,990 ± 120",
+        "1,000 ± 5",
+        "12.35 ± 0.50",
+        "−4.20 ± 0.00",
+        "0.0123",
+        "35,700",
+        "[244,000, 268,000]",
+        "1.23",
     ]
 
 
@@ -235,6 +279,7 @@ def test_stage_data_checks_the_contract(tmp_path):
 
 # ------------------------------------------------------------------ thesis build
 
+
 @pytest.mark.slow
 def test_thesis_overview_shows_table_6_1(thesis_site):
     index = thesis_site.page("index")
@@ -252,7 +297,10 @@ def test_thesis_overview_shows_table_6_1(thesis_site):
     charts = index["charts"]
     assert len(charts) == 10 and all(painted(c) for c in charts), charts
     labels = [c["label"] for c in charts]
-    assert "Random read IOPS — read (IOPS). mean and 95% CI per storage class, higher is better; n = 20 results per class · unit: IOPS" in labels, labels
+    assert (
+        "Random read IOPS — read (IOPS). mean and 95% CI per storage class, higher is better; n = 20 results per class · unit: IOPS"
+        in labels
+    ), labels
     assert any(lb.startswith("Read latency — read (µs)") and "lower is better" in lb for lb in labels), labels
     assert "the candidate is" not in text  # no candidate run in the thesis: no verdict banner
 
@@ -329,7 +377,10 @@ def test_thesis_anomalies_flag_portworx(thesis_site):
     assert "OpenEBS" in warm
     labels = [c["label"] for c in page["charts"]]
     assert len(labels) == 5 and all(painted(c) for c in page["charts"]), page["charts"]
-    assert "Over the declared limit (IOPS). thesis · highest result vs declared limit; n = 20 results per cell · unit: IOPS" in labels
+    assert (
+        "Over the declared limit (IOPS). thesis · highest result vs declared limit; n = 20 results per cell · unit: IOPS"
+        in labels
+    )
     assert any(lb.startswith("Over the declared limit (MiB/s)") for lb in labels)
     assert sum(lb.startswith("Warm-up: first repetition vs the others") for lb in labels) == 3  # IOPS, MiB/s, µs
     assert "studentized t" in section(text, "Outliers")
@@ -349,25 +400,42 @@ def test_thesis_occasions_split_the_variance(thesis_site):
     # Rook-Ceph's sequential reads: almost all of the spread is the occasion (a Saturday ran faster)
     rook = row(section(text, "Rook-Ceph · thesis"), "Sequential read — read")
     assert "mostly occasions" in rook and "99%" in rook
-    assert "no clear occasion effect" in row(section(text, "Azure Disk Storage · thesis", "OpenEBS · thesis"),
-                                             "Sequential read — read")
+    assert "no clear occasion effect" in row(
+        section(text, "Azure Disk Storage · thesis", "OpenEBS · thesis"), "Sequential read — read"
+    )
 
 
 @pytest.mark.slow
 def test_thesis_methodology_from_the_data(thesis_site):
     text = thesis_site.page("methodology")["text"]
     for expected in (
-        "Campaign thesis", "Setup", "storage class: Portworx", "platform (imported): Azure", "versions: pvbench",
-        "Design", "matrix: 4 storage classes × 10 workloads (imported) × 4 occasions × 5 repetitions",
-        "values per cell (n): 20", "occasions: 1 (Fri 2023-04-21 12:38 UTC)",
-        "Units", "µs, lower is better", "Confidence levels and tests", "ratio with its 95% CI from the same estimate",
-        "t test on the log of the occasion means", "Holm-corrected", "mean ± t(0.975, k−1)·sd/√k", "Declared limits", "5000 IOPS", "Resources and cost",
-        "fio time not recorded", "no cost computed",
+        "Campaign thesis",
+        "Setup",
+        "storage class: Portworx",
+        "platform (imported): Azure",
+        "versions: pvbench",
+        "Design",
+        "matrix: 4 storage classes × 10 workloads (imported) × 4 occasions × 5 repetitions",
+        "values per cell (n): 20",
+        "occasions: 1 (Fri 2023-04-21 12:38 UTC)",
+        "Units",
+        "µs, lower is better",
+        "Confidence levels and tests",
+        "ratio with its 95% CI from the same estimate",
+        "t test on the log of the occasion means",
+        "Holm-corrected",
+        "mean ± t(0.975, k−1)·sd/√k",
+        "Declared limits",
+        "5000 IOPS",
+        "Resources and cost",
+        "fio time not recorded",
+        "no cost computed",
     ):
         assert expected in text, expected
 
 
 # ------------------------------------------------------------------ full build
+
 
 @pytest.mark.slow
 def test_fsync_series_is_drawn(full_site):
@@ -433,7 +501,7 @@ def test_full_overview_says_whether_the_upgrade_hurt(full_site):
     text = index["text"]
     # the verdict banner at the top: which metrics got worse, by how much, with what confidence,
     # on how many occasions and runs
-    banner = text[text.index("openebs-lvm (upgrade)"):][:900]
+    banner = text[text.index("openebs-lvm (upgrade)") :][:900]
     assert banner.startswith("openebs-lvm (upgrade): the candidate is worse in 2 of 4 headline metrics"), banner
     assert "baseline: 3 occasion(s) in 1 run(s); candidate: 3 occasion(s) in 1 run(s)" in banner, banner
     assert "Random write IOPS — write: −19" in banner and "Write latency — write: +2" in banner, banner
@@ -447,8 +515,10 @@ def test_full_comparisons_catch_the_upgrade(full_site):
     page = full_site.page("comparisons")
     text = page["text"]
     assert len(page["charts"]) >= 12 and all(painted(c) for c in page["charts"]), page["charts"]
-    for heading in ("openebs-lvm: role=candidate against role=baseline · upgrade",
-                    "openebs-lvm: run=after-upgrade against run=before-upgrade · upgrade"):
+    for heading in (
+        "openebs-lvm: role=candidate against role=baseline · upgrade",
+        "openebs-lvm: run=after-upgrade against run=before-upgrade · upgrade",
+    ):
         part = section(text, heading, " against ")
         for workload in ("Random write IOPS — write", "Write latency — write"):  # 20% slower writes
             assert "▼ worse" in row(part, workload) and "15 / 15" in row(part, workload), (heading, workload)
@@ -475,9 +545,17 @@ def test_full_anomalies_and_methodology(full_site):
     assert "openebs-lvm · upgrade" in occasions["text"]
     assert "cephfs ·" not in occasions["text"]  # one occasion only: no split
     text = section(full_site.page("methodology")["text"], "Campaign upgrade")
-    for expected in ("provisioner local.csi.openebs.io", "kernel 6.1.0-18-amd64", "Kubernetes v1.31.4",
-                     "× 6 occasions × 5 repetitions", "randomized interleaving", "seed 2026",
-                     "ramp 2s + 15s measured", "fio time 1,800 s", "no prices declared"):
+    for expected in (
+        "provisioner local.csi.openebs.io",
+        "kernel 6.1.0-18-amd64",
+        "Kubernetes v1.31.4",
+        "× 6 occasions × 5 repetitions",
+        "randomized interleaving",
+        "seed 2026",
+        "ramp 2s + 15s measured",
+        "fio time 1,800 s",
+        "no prices declared",
+    ):
         assert expected in text, expected
 
 
