@@ -80,8 +80,11 @@ async function choose(page, select, waitText) {
 	await page.locator('button[role="combobox"]').first().click();
 	const opts = page.getByRole('option');
 	await opts.first().waitFor({ timeout: 30_000 });
-	const options = await opts.allInnerTexts();
-	await opts.filter({ hasText: select }).first().click();
+	const options = await opts.allInnerTexts(); // the shown ones: a long list is virtual
+	// type it into the Dropdown's search box (a long list shows only a few options at a time)
+	const search = page.locator('input[data-cmdk-input]');
+	if (await search.count()) await search.first().fill(select);
+	await opts.filter({ hasText: select }).first().click({ timeout: 30_000 });
 	await page.keyboard.press('Escape');
 	if (waitText) {
 		await page.waitForFunction((t) => document.body.innerText.includes(t), waitText, { timeout: 60_000 });
