@@ -186,8 +186,9 @@ def main() -> None:
                     )
                     rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, report))
                     console.print(
-                        f"  read {read_s:.1f} s, full {full[0]:.1f} s, verify {verify[0]:.1f} s, "
-                        f"add run {added[0]:.1f} s" + (f", report {report[0]:.1f} s" if report else "")
+                        f"  read {read_s:.1f} s, full {full[0]:.1f} s ({full[1]:.2f} GiB), "
+                        f"verify {verify[0]:.1f} s ({verify[1]:.2f} GiB), add run {added[0]:.1f} s ({added[1]:.2f} GiB)"
+                        + (f", report {report[0]:.1f} s ({report[1]:.2f} GiB)" if report else "")
                     )
         finally:
             if minio:
