@@ -32,6 +32,8 @@ from hera.workflows.archive import NoneArchiveStrategy
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
 from pvbench.cells.run import max_jobs
+from pvbench.kube import lifecycle
+from pvbench.kube.api import SA_DIR
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
 
 WF = "{{workflow.parameters.%s}}".__mod__
@@ -102,6 +104,24 @@ MATRIX_ARGS = [
     "--seed", WF("seed"),
 ]  # fmt: skip
 TIMING_ARGS = ["--ramp", WF("ramp"), "--runtime", WF("runtime"), "--size", WF("size")]
+
+
+KUBE_API_VOLUME = "kube-api"
+KUBE_API = m.Volume(
+    name=KUBE_API_VOLUME,
+    projected=m.ProjectedVolumeSource(
+        sources=[
+            m.VolumeProjection(
+                service_account_token=m.ServiceAccountTokenProjection(path="token", expiration_seconds=600)
+            ),
+            m.VolumeProjection(
+                config_map=m.ConfigMapProjection(
+                    name="kube-root-ca.crt", items=[m.KeyToPath(key="ca.crt", path="ca.crt")]
+                )
+            ),
+        ]
+    ),
+)
 
 
 def run_results_artifact(optional: bool = False) -> S3Artifact:
@@ -320,6 +340,10 @@ with WorkflowTemplate(
     # Not retried: a retried pod template loses Argo's deadline for pods still pending, and a
     # cell that measures only on its second try hides a problem. A failed cell is named in
     # the report; `argo retry` reruns exactly the failed cells, under the same keys.
+    # The cell's one Kubernetes call: before fio, it reads its own pod, claim and PV, to record
+    # how long the volume took to become usable. Its container alone gets a short-lived token
+    # of pvbench-workflow (a projected volume; the pod mounts none), whose Role may only get
+    # those objects (the chart's rbac.yaml).
     cell_inputs = [Parameter(name=name.replace("_", "-")) for name in c.FAN_OUT_ITEM_KEYS]
     volume_size_patch = {"volumes": [{"name": "target", "ephemeral": {"volumeClaimTemplate": {
         "spec": {"resources": {"requests": {"storage": WF("volume-size")}}}}}}]}  # fmt: skip
@@ -376,13 +400,19 @@ with WorkflowTemplate(
             "--label",
             "changed=" + WF("changed"),
         ],  # fmt: skip
-        env=[FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName")],  # recorded in each result
+        env=[
+            FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName"),  # recorded in each result
+            # the cell reads its own pod, claim and volume: the volume lifecycle (pvbench.kube.lifecycle)
+            FieldEnv(name=lifecycle.POD_NAME_ENV, field_path="metadata.name"),
+            FieldEnv(name=lifecycle.POD_NAMESPACE_ENV, field_path="metadata.namespace"),
+        ],
         security_context=STRICT,
         resources=CELL,
         timeout=CELL_TIMEOUT,
         pod_spec_patch=json.dumps(volume_size_patch, separators=(",", ":")),
         volumes=[
             tmp("256Mi"),
+            KUBE_API,
             m.Volume(
                 name="target",
                 ephemeral=m.EphemeralVolumeSource(
@@ -398,7 +428,10 @@ with WorkflowTemplate(
                 ),
             ),
         ],
-        volume_mounts=[m.VolumeMount(name="target", mount_path=c.TARGET_DIR)],
+        volume_mounts=[
+            m.VolumeMount(name="target", mount_path=c.TARGET_DIR),
+            m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True),
+        ],
         # The node selector picks the node(s); the anti-affinity keeps two benchmark pods off
         # one node even when runs select nodes differently (different node-values).
         node_selector={WF("node-label"): WF("node-value")},

@@ -13,7 +13,14 @@ from scipy import stats
 from pvbench.analytics import AnalyticsError, discover_models
 from pvbench.analytics.runner import analytics_dir
 from pvbench.pipeline import aggregate, build_tables
-from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import (
+    CellIdentity,
+    DirectionMetrics,
+    Provenance,
+    ResultDocument,
+    VolumeLifecycle,
+    WorkloadSpec,
+)
 from pvbench.store import open_store
 
 PVBENCH = [sys.executable, "-m", "pvbench.cli"]
@@ -111,6 +118,7 @@ def test_raw_layer_schema_matches_the_pydantic_model():
     assert fields("workload") == list(WorkloadSpec.model_fields)
     assert fields("provenance") == list(Provenance.model_fields)
     assert fields("metrics") == list(DirectionMetrics.model_fields)
+    assert fields("lifecycle") == list(VolumeLifecycle.model_fields)
     # the document's fields, after the two the compactor puts in front of each (pvbench.analytics.compact)
     assert re.findall(r"^\s+(\w+): '", sql, re.M) == ["source_key", "cell_key", *ResultDocument.model_fields]
 

@@ -275,7 +275,8 @@ def test_ci_check_next_items_are_fan_out_items(tmp_path):
 def test_the_guard_fails_only_unscheduled_cell_pods_past_their_deadline():
     from datetime import datetime, timedelta, timezone
 
-    from pvbench.argo.guard import claim_names, overdue
+    from pvbench.argo.guard import overdue
+    from pvbench.kube.api import claim_names
 
     now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
     made = (now - timedelta(seconds=100)).isoformat().replace("+00:00", "Z")

@@ -249,6 +249,8 @@ def test_helm_template_output_is_valid_strictly(values):
         assert {"CronWorkflow", "EventSource", "Sensor", "ClusterRole"} <= set(kinds)
     else:
         assert kinds == [
+            "ClusterRole",  # get PersistentVolumes, for the cells' volume lifecycle
+            "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
             "Role",
@@ -350,9 +352,9 @@ def test_every_empty_dir_is_capped_and_every_root_read_only():
 
 
 def test_step_containers_get_no_token_and_the_executor_its_own():
-    """No step command calls the Kubernetes API: no token in their containers. Argo's executor
-    (init, wait) mounts the token of pvbench-executor, which may only report task results; the
-    cleanup step's executor container is the one with pvbench-cleanup's token."""
+    """No step command but the cell's calls the Kubernetes API: no token in their containers.
+    Argo's executor (init, wait) mounts the token of pvbench-executor, which may only report task
+    results; the cleanup step's executor container is the one with pvbench-cleanup's token."""
     doc = benchmark_template()
     spec, tpl = doc["spec"], templates_by_name(doc)
     assert spec["automountServiceAccountToken"] is False
@@ -375,9 +377,45 @@ def test_step_containers_get_no_token_and_the_executor_its_own():
             "verbs": ["create", "patch"],
         } in roles[sa]["rules"]
         assert bindings[sa]["subjects"][0]["name"] == sa
-    # the pods' own identity holds nothing and mounts nothing
+    # the pods' own identity mounts nothing and may only read what a cell's lifecycle needs
     assert sas["pvbench-workflow"]["automountServiceAccountToken"] is False
-    assert not [b for b in bindings.values() if any(s["name"] == "pvbench-workflow" for s in b["subjects"])]
+    [own] = [b for b in bindings.values() if any(s["name"] == "pvbench-workflow" for s in b["subjects"])]
+    assert roles[own["roleRef"]["name"]]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods", "persistentvolumeclaims"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+    ]
+    [pv_binding] = [d for d in out if d["kind"] == "ClusterRoleBinding" and "lifecycle" in d["metadata"]["name"]]
+    [pv_role] = [
+        d for d in out if d["kind"] == "ClusterRole" and d["metadata"]["name"] == pv_binding["roleRef"]["name"]
+    ]
+    assert pv_role["rules"] == [{"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["get"]}]
+    assert pv_binding["subjects"][0]["name"] == "pvbench-workflow"
+
+
+def test_only_the_cells_container_gets_a_short_lived_token_for_its_lifecycle():
+    """The cell reads its own pod, claim and PV before fio: a projected token (10 min) of the
+    pod's identity in its container alone, with the pod's name and namespace from the downward
+    API; every other step's containers mount no token."""
+    tpl = templates_by_name(benchmark_template())
+    cell = tpl["benchmark-cell"]
+    [api] = [v for v in cell["volumes"] if "projected" in v]
+    sources = api["projected"]["sources"]
+    assert sources[0]["serviceAccountToken"] == {"expirationSeconds": 600, "path": "token"}
+    assert sources[1]["configMap"]["name"] == "kube-root-ca.crt"
+    assert {
+        "name": api["name"],
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        "readOnly": True,
+    } in cell["container"]["volumeMounts"]
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in cell["container"]["env"]}
+    assert env["PVBENCH_POD_NAME"] == "metadata.name" and env["PVBENCH_POD_NAMESPACE"] == "metadata.namespace"
+    others = [
+        n for n, t in tpl.items() if n != "benchmark-cell" and any("projected" in v for v in t.get("volumes", []))
+    ]
+    assert not others
+    # and without the chart's rights the cell says why its lifecycle is missing (test_lifecycle.py)
+    off = load_yaml_docs(helm_template(sets=("benchmark.volumeLifecycle=false",)))
+    assert not [d for d in off if "lifecycle" in d["metadata"]["name"]]
 
 
 def test_validate_reads_the_charts_limit_from_its_config_map():

@@ -96,6 +96,16 @@ def test_results_land_under_the_layout_keys(run):
         assert doc.provenance.filesystem == MEDIUM[doc.identity.storage_class], doc.provenance
         [m] = [m for m in doc.metrics if m.iops]
         assert m.iops > 0 and m.bw_mib_s > 0 and m.lat_p99_us
+        # the cell read its own pod, claim and PV (pvbench.kube.lifecycle), with the chart's rights
+        lc = doc.lifecycle
+        assert lc is not None and lc.notes == [], doc.provenance.notes
+        assert lc.claim in run["pvcs"] and lc.volume == run["pvcs"][lc.claim]["spec"]["volumeName"]
+        assert lc.pod_created_at <= lc.claim_created_at <= lc.volume_bound_at <= lc.pod_scheduled_at
+        assert lc.pod_scheduled_at <= lc.pod_sandbox_at <= lc.container_started_at <= doc.provenance.started_at
+        assert lc.volume_attach_s is None  # local PVs are not attached; cloud disks and CSI block are
+        for span in ("volume_bind_s", "pod_schedule_s", "volume_mount_s", "pod_start_s"):
+            assert 0 <= getattr(lc, span) < 600, lc
+        assert lc.pod_start_s >= lc.pod_schedule_s
 
 
 def test_tables_and_report_land_beside_them(run):

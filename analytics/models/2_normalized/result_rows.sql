@@ -2,7 +2,9 @@
 -- The compact form of a run (compact/…/run=<r>/result_rows.parquet): made once per run from its
 -- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
-    select r.identity as id, r.workload as wl, r.provenance as pv, unnest(r.metrics) as m, r.source_key, r.cell_key
+    select
+        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, unnest(r.metrics) as m,
+        r.source_key, r.cell_key
     from raw_results r
 )
 select
@@ -54,6 +56,13 @@ select
     pv.cpu_seconds                     as cpu_seconds,
     pv.notes['seed']                   as seed,
     pv.notes['platform']               as platform,
+    -- the cell's volume lifecycle (Kubernetes cells): once per cell, repeated on each direction's
+    -- row; measurements counts it once per cell
+    lc.volume_bind_s                   as volume_bind_s,
+    lc.pod_schedule_s                  as pod_schedule_s,
+    lc.volume_attach_s                 as volume_attach_s,
+    lc.volume_mount_s                  as volume_mount_s,
+    lc.pod_start_s                     as pod_start_s,
     source_key,
     cell_key
 from unnested

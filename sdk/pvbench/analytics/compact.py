@@ -45,6 +45,11 @@ log = logging.getLogger("pvbench.analytics")
 
 # The model whose table is a run's compact; it and the models it reads run once per run.
 COMPACT_TABLE = "result_rows"
+# The compact's format: bumped when result_rows gains or changes columns (2: the volume
+# lifecycle). Written into documents.parquet's metadata; a compact of another format is rebuilt
+# from its run's documents, like one whose listing changed.
+COMPACT_FORMAT = "2"
+FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).
 DOCUMENT_COLUMNS: dict[str, str] = {
@@ -133,12 +138,17 @@ def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts:
 
 def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:
     """Does the compact's documents table list exactly the run's result.json objects as they are now?"""
+    path = store.duckdb_path(compact.documents_key)
     try:
-        rows = con.execute(
-            "SELECT source_key, size, version FROM read_parquet(?)", [store.duckdb_path(compact.documents_key)]
-        ).fetchall()
+        rows = con.execute("SELECT source_key, size, version FROM read_parquet(?)", [path]).fetchall()
+        meta = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [path]).fetchall())
     except duckdb.Error as exc:  # unreadable (half-written by a killed run): rebuild it
         log.warning("compact %s is unreadable (%s); rebuilding it", compact.prefix, exc)
+        return False
+    if meta.get(FORMAT_KEY) != COMPACT_FORMAT:  # made by another pvbench: its rows lack columns
+        log.info(
+            "compact %s has format %s, not %s; rebuilding it", compact.prefix, meta.get(FORMAT_KEY), COMPACT_FORMAT
+        )
         return False
     return {(k, int(s), v) for k, s, v in rows} == listing.fingerprint()
 
@@ -237,7 +247,9 @@ def build_compact(
             con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
             docs_file = Path(tmp) / COMPACT_DOCUMENTS_FILE
             insert_rows(con, "documents", DOCUMENT_COLUMNS, documents)
-            con.execute(f"COPY documents TO '{docs_file}' (FORMAT parquet)")
+            con.execute(
+                f"COPY documents TO '{docs_file}' (FORMAT parquet, KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}})"
+            )
             parquet = "application/vnd.apache.parquet"
             # rows first, documents last: a compact whose documents table is missing is rebuilt
             store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)

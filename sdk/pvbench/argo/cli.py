@@ -53,7 +53,8 @@ def guard(
     once: Annotated[bool, typer.Option(help="Look once and exit (tests, debugging)")] = False,
 ) -> None:
     """Fail cell pods that never started by their deadline, saying why (the chart's pvbench-guard runs this)."""
-    from pvbench.argo.guard import Api, GuardError, check, run
+    from pvbench.argo.guard import check, run
+    from pvbench.kube.api import Api, KubeError
     from pvbench.profiles import ProfileError, parse_seconds
 
     def log(message: str) -> None:
@@ -66,7 +67,7 @@ def guard(
             check(api, namespace, log=log)
         else:
             run(api, namespace, max(every_s, 1.0), log=log)
-    except (GuardError, ProfileError) as exc:
+    except (KubeError, ProfileError) as exc:
         _fail(str(exc))
 
 

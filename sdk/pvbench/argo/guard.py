@@ -16,69 +16,15 @@ stdlib only: it talks to the API server with its ServiceAccount's token.
 
 from __future__ import annotations
 
-import json
-import os
-import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pvbench.argo import conventions as c
+from pvbench.kube.api import Api, KubeError, claim_names, parse_time
 
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SELECTOR = f"{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK},workflows.argoproj.io/workflow"
 REASON = "DeadlineExceeded"  # as the kubelet says it for a running pod past activeDeadlineSeconds
-
-
-class GuardError(RuntimeError):
-    pass
-
-
-@dataclass
-class Api:
-    """The few Kubernetes API calls the guard needs (in-cluster, or a server/token given)."""
-
-    server: str
-    token: str
-    context: ssl.SSLContext
-
-    @classmethod
-    def in_cluster(cls) -> "Api":
-        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        if not host or not os.path.exists(f"{SA_DIR}/token"):
-            raise GuardError(
-                "not in a pod with a ServiceAccount token (KUBERNETES_SERVICE_HOST, "
-                f"{SA_DIR}/token): run the guard in the cluster"
-            )
-        with open(f"{SA_DIR}/token") as f:
-            token = f.read().strip()
-        return cls(f"https://{host}:{port}", token, ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt"))
-
-    def call(self, method: str, path: str, body: dict | None = None, content_type: str = "application/json") -> dict:
-        req = urllib.request.Request(
-            self.server + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={
-                "Authorization": f"Bearer {self.token}",
-                "Accept": "application/json",
-                "Content-Type": content_type,
-            },
-        )
-        try:
-            with urllib.request.urlopen(req, context=self.context, timeout=20) as r:
-                return json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            raise GuardError(f"{method} {path}: {exc.code} {exc.read()[:300]!r}") from None
-        except OSError as exc:
-            raise GuardError(f"{method} {path}: {exc}") from None
-
-
-def _time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def overdue(pod: dict, now: datetime) -> float | None:
@@ -87,19 +33,8 @@ def overdue(pod: dict, now: datetime) -> float | None:
     deadline = spec.get("activeDeadlineSeconds")
     if status.get("phase") != "Pending" or spec.get("nodeName") or not deadline:
         return None  # running pods are the kubelet's; pods without a deadline are not pvbench's cells
-    late = (now - _time(pod["metadata"]["creationTimestamp"])).total_seconds() - deadline
+    late = (now - parse_time(pod["metadata"]["creationTimestamp"])).total_seconds() - deadline
     return late if late > 0 else None
-
-
-def claim_names(pod: dict) -> list[str]:
-    """The PVCs a pod waits for: its persistentVolumeClaims and generic ephemeral volumes."""
-    names = []
-    for vol in pod.get("spec", {}).get("volumes") or []:
-        if vol.get("persistentVolumeClaim"):
-            names.append(vol["persistentVolumeClaim"]["claimName"])
-        elif "ephemeral" in vol:
-            names.append(f"{pod['metadata']['name']}-{vol['name']}")  # Kubernetes' name for it
-    return names
 
 
 def why_not_started(api: Api, namespace: str, pod: dict) -> str:
@@ -108,7 +43,7 @@ def why_not_started(api: Api, namespace: str, pod: dict) -> str:
     for name in claim_names(pod):
         try:
             pvc = api.call("GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
-        except GuardError:
+        except KubeError:
             parts.append(f"volume {name} was never created")
             continue
         phase, sc = pvc.get("status", {}).get("phase", "?"), pvc.get("spec", {}).get("storageClassName")
@@ -166,6 +101,6 @@ def run(api: Api, namespace: str, every_s: float, log=print) -> None:
     while True:
         try:
             check(api, namespace, log=log)
-        except GuardError as exc:  # the API server restarting is no reason to stop guarding
+        except KubeError as exc:  # the API server restarting is no reason to stop guarding
             log(f"error (retrying): {exc}")
         time.sleep(every_s)

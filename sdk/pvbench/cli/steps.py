@@ -13,6 +13,7 @@ from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CL
 from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.cli.profiles import PROFILE_NAMES
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
+from pvbench.results.schema import LIFECYCLE_METRICS
 from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
 
 app = typer.Typer()
@@ -182,6 +183,7 @@ def fio_step(
     from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
     from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
     from pvbench.fio.target import remove_fio_files
+    from pvbench.kube.lifecycle import read_own
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
@@ -210,6 +212,10 @@ def fio_step(
     except (ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
+    # In a Kubernetes pod: how long its volume took to become usable, read before fio starts
+    lifecycle, lifecycle_problem = read_own()
+    if lifecycle_problem:
+        console.print(f"  [yellow]{lifecycle_problem}[/]")
     try:
         # SIGTERM (the pod is deleted) or SIGINT: fio is stopped with it, never left running
         with (
@@ -224,6 +230,14 @@ def fio_step(
     finally:
         if cleanup:
             remove_fio_files(target)
+    if lifecycle is not None or lifecycle_problem:
+        notes = doc.provenance.notes | ({"lifecycle": lifecycle_problem} if lifecycle_problem else {})
+        doc = doc.model_copy(
+            update={"lifecycle": lifecycle, "provenance": doc.provenance.model_copy(update={"notes": notes})}
+        )
+        if lifecycle is not None:
+            spans = {name: getattr(lifecycle, name) for name in LIFECYCLE_METRICS}
+            console.print("  volume lifecycle: " + ", ".join(f"{k} {v:g}" for k, v in spans.items() if v is not None))
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / RAW_FIO_FILE).write_text(raw)

@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 import duckdb
 
 from pvbench.cells.run import TimingOverrides, plan_cell
+from pvbench.results.schema import LIFECYCLE_WORKLOAD
 from pvbench.stats.adaptive import AdaptiveSettings, assess, shuffle_round
 from pvbench.store import CellKey
 
@@ -28,9 +29,13 @@ def next_round(
 ) -> dict:
     """The check of one Argo round over the run's ``measurements``: what is imprecise, and the
     ``next`` cells (their next repetition, order after the run's last cell, store key)."""
-    rows = con.execute("""
+    # the volume lifecycle is measured by every cell, not a cell of its own: nothing to repeat
+    rows = con.execute(
+        """
         select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep
-        from measurements where is_headline""").fetchall()
+        from measurements where is_headline and workload <> ?""",
+        [LIFECYCLE_WORKLOAD],
+    ).fetchall()
     # where the next cells go in the run's order: after every cell the run has so far
     last_order = dict(con.execute("select run, max(coalesce(cell_order, 0)) from measurements group by run").fetchall())
     fields = (

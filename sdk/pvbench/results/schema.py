@@ -117,12 +117,60 @@ class Provenance(_Strict):
     notes: dict[str, str] = Field(default_factory=dict)
 
 
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False, description="seconds")]
+
+
+class VolumeLifecycle(_Strict):
+    """How long the cell's fresh volume and pod took to become usable (Kubernetes cells only).
+
+    Read by the cell itself, once its container runs, from what Kubernetes keeps about its pod,
+    its claim and the claim's volume: creation times, the PV's phase transition, the pod's
+    conditions and the attach event. Kubernetes records most of them in whole seconds, so each
+    duration is within about 1 s (``resolution_s``). A step the volume type does not have (no
+    attach for local volumes) or that Kubernetes does not record stays null; so does one whose
+    clock order is impossible (a skew between the API server's and the kubelet's clocks).
+    """
+
+    claim: str | None = Field(default=None, description="The PVC's name")
+    volume: str | None = Field(default=None, description="The PV bound to it")
+    pod_created_at: datetime
+    claim_created_at: datetime | None = None
+    volume_bound_at: datetime | None = Field(default=None, description="PV phase Bound (lastPhaseTransitionTime)")
+    pod_scheduled_at: datetime | None = Field(default=None, description="Pod condition PodScheduled")
+    volume_attached_at: datetime | None = Field(default=None, description="Event SuccessfulAttachVolume")
+    pod_sandbox_at: datetime | None = Field(
+        default=None, description="Pod condition PodReadyToStartContainers: volumes mounted, sandbox made"
+    )
+    container_started_at: datetime | None = Field(default=None, description="The benchmark container's start")
+    # The durations, the metrics analytics aggregates (names shared with the metric catalog)
+    volume_bind_s: Seconds | None = Field(default=None, description="claim created -> its volume Bound")
+    pod_schedule_s: Seconds | None = Field(
+        default=None, description="pod created -> scheduled (with WaitForFirstConsumer: includes provisioning)"
+    )
+    volume_attach_s: Seconds | None = Field(default=None, description="pod scheduled -> volume attached")
+    volume_mount_s: Seconds | None = Field(
+        default=None, description="scheduled (or attached) -> volumes mounted and sandbox ready"
+    )
+    pod_start_s: Seconds | None = Field(default=None, description="pod created -> benchmark container started")
+    resolution_s: Seconds = Field(default=1.0, description="Kubernetes' timestamps are whole seconds")
+    notes: list[str] = Field(default_factory=list, description="What could not be read, and why")
+
+
+# In analytics, the lifecycle is a workload of its own: every cell of a class measures it once,
+# whatever its test (analytics/models/2_normalized/measurements.sql names it the same).
+LIFECYCLE_WORKLOAD = "volume-lifecycle"
+LIFECYCLE_METRICS = ("volume_bind_s", "pod_schedule_s", "volume_attach_s", "volume_mount_s", "pod_start_s")
+
+
 class ResultDocument(_Strict):
     schema_version: Literal["pvbench.result/v1"] = SCHEMA_VERSION
     identity: CellIdentity
     workload: WorkloadSpec
     provenance: Provenance
     metrics: list[DirectionMetrics]
+    lifecycle: VolumeLifecycle | None = Field(
+        default=None, description="Kubernetes cells: how long the volume and pod took to become usable"
+    )
 
     def to_json(self) -> bytes:
         return self.model_dump_json(indent=2).encode()
