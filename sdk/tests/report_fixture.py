@@ -16,7 +16,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pvbench.profiles import PROFILES
-from pvbench.results.schema import CellIdentity, DirectionMetrics, Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import (
+    CellIdentity,
+    DirectionMetrics,
+    Provenance,
+    ResultDocument,
+    VolumeLifecycle,
+    WorkloadSpec,
+)
 from pvbench.store import open_store
 
 CAMPAIGN = "synthetic"
@@ -194,6 +201,34 @@ UPGRADE_CLASS = "openebs-lvm"
 UPGRADE_TESTS = ("randread-iops", "randwrite-iops", "randread-lat", "randwrite-lat")
 UPGRADE_IOPS = {"read": 52000.0, "write": 21000.0}
 UPGRADE_RUNS = (("before-upgrade", "baseline", 3, 1.0), ("after-upgrade", "candidate", 10, 0.8))
+# The upgrade also made attaching a volume ~3x slower (the CSI driver's attach): seconds per run
+UPGRADE_ATTACH_S = {"before-upgrade": 2.0, "after-upgrade": 6.0}
+
+
+def _lifecycle(run: str, started: datetime, seed: str) -> VolumeLifecycle:
+    """A Kubernetes cell's volume lifecycle, whole seconds as Kubernetes records them. Its own
+    random stream (seeded by the cell), so the fixture's other numbers stay as they were."""
+    rnd = random.Random(seed)
+    bind, schedule = rnd.choice((1, 2)), 0
+    attach = max(1, round(rnd.gauss(UPGRADE_ATTACH_S[run], 0.6)))
+    mount, start = rnd.choice((0, 1)), rnd.choice((1, 2))
+    created = started - timedelta(seconds=bind + schedule + attach + mount + start + 1)
+    scheduled = created + timedelta(seconds=bind + schedule)
+    return VolumeLifecycle(
+        claim=f"{seed}-target",
+        pod_created_at=created,
+        claim_created_at=created,
+        volume_bound_at=created + timedelta(seconds=bind),
+        pod_scheduled_at=scheduled,
+        volume_attached_at=scheduled + timedelta(seconds=attach),
+        pod_sandbox_at=scheduled + timedelta(seconds=attach + mount),
+        container_started_at=scheduled + timedelta(seconds=attach + mount + start),
+        volume_bind_s=bind,
+        pod_schedule_s=bind + schedule,
+        volume_attach_s=attach,
+        volume_mount_s=mount,
+        pod_start_s=bind + schedule + attach + mount + start,
+    )
 
 
 def _upgrade(rng: random.Random) -> list[ResultDocument]:
@@ -237,7 +272,7 @@ def _upgrade(rng: random.Random) -> list[ResultDocument]:
                             run=run,
                             occasion=occasion,
                             labels={"role": role},
-                        )
+                        ).model_copy(update={"lifecycle": _lifecycle(run, started, f"{run}-{occasion}-{rep}-{order}")})
                     )
     return docs
 

@@ -149,6 +149,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
                 {"name": "anomalies", "path": "/anomalies/", "minCharts": 5},
                 {"name": "occasions", "path": "/occasions/", "minCharts": 44},
                 {"name": "methodology", "path": "/methodology/"},
+                {"name": "lifecycle-empty", "path": "/lifecycle/"},
             ],
         )
         yield Site("thesis", site, url, result)
@@ -203,6 +204,7 @@ def full_site(reports, tmp_path_factory) -> Site:
                 {"name": "occasions", "path": "/occasions/", "minCharts": 49},
                 {"name": "methodology", "path": "/methodology/"},
                 {"name": "runs", "path": "/runs/"},
+                {"name": "lifecycle", "path": "/lifecycle/", "minCharts": 1},
                 # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
                 {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
             ],
@@ -334,6 +336,8 @@ def test_profiles_that_did_not_run_show_a_note(thesis_site):
     assert "No fsync series in this data set" in fsync["text"] and not fsync["charts"]
     sweep = thesis_site.page("sweep-empty")
     assert "No block size / queue depth sweep" in sweep["text"] and not sweep["charts"]
+    lifecycle = thesis_site.page("lifecycle-empty")  # imported results: no Kubernetes cells
+    assert "No lifecycle timings in this data set" in lifecycle["text"] and not lifecycle["charts"]
 
 
 @pytest.mark.slow
@@ -502,7 +506,8 @@ def test_full_overview_says_whether_the_upgrade_hurt(full_site):
     # the verdict banner at the top: which metrics got worse, by how much, with what confidence,
     # on how many occasions and runs
     banner = text[text.index("openebs-lvm (upgrade)") :][:900]
-    assert banner.startswith("openebs-lvm (upgrade): the candidate is worse in 2 of 4 headline metrics"), banner
+    # 2 of 4 tests' headline metrics, and the volume lifecycle: attach took ~3x as long
+    assert banner.startswith("openebs-lvm (upgrade): the candidate is worse in 3 of 5 headline metrics"), banner
     assert "baseline: 3 occasion(s) in 1 run(s); candidate: 3 occasion(s) in 1 run(s)" in banner, banner
     assert "Random write IOPS — write: −19" in banner and "Write latency — write: +2" in banner, banner
     assert "95% CIs, Holm at α = 0.05" in banner, banner
@@ -525,11 +530,26 @@ def test_full_comparisons_catch_the_upgrade(full_site):
             assert "3 (1 run) / 3 (1 run)" in row(part, workload), (heading, workload)
         for workload in ("Random read IOPS — read", "Read latency — read"):  # unchanged reads
             assert "● no meaningful difference" in row(part, workload), (heading, workload)
+        # every cell's volume lifecycle: pod created -> started, attach ~2 s before, ~6 s after
+        assert "▼ worse" in row(part, "Volume lifecycle — volume") and "60 / 60" in row(
+            part, "Volume lifecycle — volume"
+        ), heading
     # one occasion a side, nothing else: how much days differ is unknown, so no verdict — and why
     sweep = section(text, "rook-ceph-rbd against nvme-tcp · synthetic", " against ")
     assert "▲" not in sweep and "▼" not in sweep and "3 / 3" in sweep and "◌ withheld" in sweep
     assert "day-to-day variation unknown" in sweep
     assert "No results carry role" not in text and "No storage class has two runs" not in text
+
+
+@pytest.mark.slow
+def test_full_lifecycle_page_shows_each_step_and_the_slower_attach(full_site):
+    page = full_site.page("lifecycle")
+    text = page["text"]
+    assert len(page["charts"]) >= 1 and all(painted(c) for c in page["charts"]), page["charts"]
+    for step in ("Claim created → volume bound", "Scheduled → volume attached", "Pod created → benchmark started"):
+        assert step in text, step
+    assert "openebs-lvm" in text and "No lifecycle timings" not in text
+    assert "worse" in text  # the role and run verdicts on pod_start_s
 
 
 @pytest.mark.slow

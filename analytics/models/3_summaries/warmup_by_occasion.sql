@@ -12,7 +12,8 @@ with ranked as (
         rep = min(rep) over occ as is_first,
         arg_min(value, rep) over occ as first_value_of_occasion
     from measurements
-    where is_headline
+    -- not the volume lifecycle: its rows are every test's cells, whose reps do not follow one another
+    where is_headline and workload <> 'volume-lifecycle'
     window occ as (partition by campaign, run, occasion, storage_class, profile, workload, direction, metric)
 ),
 per_occasion as (

@@ -160,6 +160,25 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "run_started_at": "TIMESTAMPTZ",
     },
 }
+# The volume lifecycle per storage class and step (Kubernetes cells only; empty in local mode).
+REPORT_TABLES["report_lifecycle"] = {
+    "campaign": "VARCHAR",
+    "storage_class": "VARCHAR",
+    "metric": "VARCHAR",
+    "step": "VARCHAR",
+    "step_order": "INTEGER",
+    "unit": "VARCHAR",
+    "n": "BIGINT",
+    "n_occasions": "BIGINT",
+    "mean": "DOUBLE",
+    "median": "DOUBLE",
+    "p95": "DOUBLE",
+    "min": "DOUBLE",
+    "max": "DOUBLE",
+    "ci95_low": "DOUBLE",
+    "ci95_high": "DOUBLE",
+    "ci_basis": "VARCHAR",
+}
 # What failed in each run (Argo's exit handler); empty when nothing failed or outside Argo.
 REPORT_TABLES["report_failures"] = {
     "run": "VARCHAR",
