@@ -19,9 +19,13 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/ruff check .
 
-## make test-fast: everything but the Kubernetes node (no root needed).
+## make test-fast: everything but the Kubernetes node (no root needed), on TEST_WORKERS pytest-xdist
+## workers (0: in one process). --dist loadgroup keeps the tests of one built report site, or of one
+## module-scoped fixture, on one worker (sdk/tests/conftest.py); the two report builds go first, one
+## per worker. 2 workers on a 2-core machine: with 3, a rate-limited fio test missed its rate.
+TEST_WORKERS ?= 2
 test-fast: setup
-	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "not cluster"
+	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "not cluster" -n $(TEST_WORKERS) --dist loadgroup
 
 ## make test-cluster: bring the node up, run sdk/tests/test_cluster_*.py on it, tear it down.
 ## Needs root; exits non-zero with a message where the machine cannot host it

@@ -7,6 +7,7 @@ Nothing here is mocked: tests that need S3 talk to a MinIO process started from
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -46,8 +47,10 @@ class MinioServer:
     port: int = field(default_factory=free_port)
     console_port: int = field(default_factory=free_port)
     access_key: str = "pvbench-test"
-    secret_key: str = "pvbench-test-secret"
+    # one secret per server: a server that answers on our port but rejects it is not ours
+    secret_key: str = field(default_factory=lambda: "pvbench-test-" + secrets.token_hex(8))
     proc: subprocess.Popen | None = None
+    started: bool = field(default=False, init=False, repr=False)  # once: a restart keeps the port
 
     @property
     def endpoint(self) -> str:
@@ -64,6 +67,19 @@ class MinioServer:
         }
 
     def start(self) -> None:
+        # free_port() only finds a port that was free a moment ago: with parallel test workers
+        # (pytest-xdist) each starting a server, another one may take it first; then new ports.
+        # A restart (test_local stops and starts the session's server) must keep its address.
+        for attempt in range(1 if self.started else 3):
+            if attempt:
+                self.port, self.console_port = free_port(), free_port()
+            if self._start_once():
+                self.started = True
+                return
+        raise RuntimeError(f"MinIO could not start: {self.endpoint} was taken by another process")
+
+    def _start_once(self) -> bool:
+        """Start on self.port: True once this server is ready, False if the port was not ours."""
         env = {
             **os.environ,
             "MINIO_ROOT_USER": self.access_key,
@@ -87,13 +103,31 @@ class MinioServer:
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:  # exited: most likely the port was taken
+                return False
             try:
                 with urllib.request.urlopen(f"http://{self.endpoint}/minio/health/ready", timeout=1) as r:
                     if r.status == 200:
-                        return
+                        break
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError("MinIO did not become ready in 30 s")
+        else:
+            self.stop()
+            raise RuntimeError("MinIO did not become ready in 30 s")
+        if self._answers_with_our_secret():
+            return True
+        self.stop()
+        return False
+
+    def _answers_with_our_secret(self) -> bool:
+        from minio import Minio
+        from minio.error import S3Error
+
+        try:
+            Minio(self.endpoint, access_key=self.access_key, secret_key=self.secret_key, secure=False).list_buckets()
+        except S3Error:
+            return False
+        return True
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -149,6 +183,54 @@ def thesis_store(tmp_path_factory) -> Path:
     )
     assert proc.returncode == 0, proc.stderr
     return store
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """Parallel runs (`make test-fast`: pytest-xdist, -n 2 --dist loadgroup): tests that share a
+    module-scoped fixture (a calibration run, an aggregated store) stay in one xdist group, so the
+    fixture is computed once, not once per worker; tests with their own xdist_group mark keep it
+    (test_report.py: one group per built report site). Session fixtures (MinIO, the thesis store)
+    run once per worker, in that worker's own tmp_path_factory directory, on free ports."""
+    for item in items:  # before pytest-xdist's own hook reads the marks
+        if item.get_closest_marker("xdist_group") is None and _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    result = yield
+    if getattr(config.option, "loadgroup", False):  # set in the xdist workers of --dist loadgroup
+        _tag_xdist_groups(items)
+        # the slow tests (report builds, fio comparisons) first: a long test handed out last
+        # keeps one worker busy while the other idles (xdist hands out larger groups first, then
+        # the rest in this order)
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    return result
+
+
+def _uses_a_module_fixture(item) -> bool:
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(defs[name][-1].scope == "module" for name in item.fixturenames if defs.get(name))
+
+
+def _tag_xdist_groups(items) -> None:
+    """pytest-xdist 3.8.0 tells its scheduler a test's group by appending "@group" to
+    item._nodeid, which pytest 9.2 no longer reads (node ids are structured now): --dist loadgroup
+    silently spreads every group over all workers (pytest-dev/pytest-xdist#1386), and each worker
+    would build both report sites. Put the same tag on the structured id; stop if it does not take."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own tag works
+        NodeId = None
+    for item in items:
+        groups = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")
+        }
+        tag = "@" + "_".join(sorted(groups))
+        if groups and not item.nodeid.endswith(tag) and NodeId is not None:
+            item._id = NodeId.parse(item.nodeid + tag)
+        if groups and not item.nodeid.endswith(tag):
+            raise pytest.UsageError(
+                f"--dist loadgroup: could not tag {item.nodeid} with its xdist group "
+                f"{tag[1:]} (pytest-xdist#1386); run with --dist load or check the versions"
+            )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,6 +12,10 @@ Two builds (module-scoped, ~2–3 min each), both from the real pipeline
 Every page is opened in Chromium (outbound DNS blocked): charts must be painted, key numbers
 present, no request may leave loopback. Screenshots go to $PVBENCH_ARTIFACTS/report/
 (default /tmp/pvbench-artifacts/report/).
+
+Under pytest-xdist (`make test-fast` runs `-n 2 --dist loadgroup`) each site's tests are one
+xdist group, so each site is built once, on one worker; the full build uses its own copy of the
+Evidence project (PVBENCH_REPORTS_DIR), so the two builds run at the same time.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO / "examples" / "thes
 ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
 BROWSER_JS = TESTS / "report_browser.mjs"
 LIMITS = REPO / "examples" / "limits-azure-p30.yaml"
+# one xdist group per built site: its tests share the module-scoped site on one worker
+THESIS = pytest.mark.xdist_group("report-thesis")
+FULL = pytest.mark.xdist_group("report-full")
 
 # Table 6.1 of the thesis (averages of all 20 runs: 3991.8 ± 119.5, 975.2 ± 32.0, 1007.5 ± 38.2,
 # 4157.3 ± 250.6, 186.3 ± 10.1; Portworx 35745.0 ± 8231.0), as the overview prints them: rounded
@@ -71,6 +78,20 @@ class Site:
 
     def page(self, name: str) -> dict:
         return next(p for p in self.browse["pages"] if p["name"] == name)
+
+
+def evidence_project_copy(reports: Path, dest: Path) -> Path:
+    """A private copy of the Evidence project, its node_modules linked (the build never writes there).
+
+    `evidence build` works in place (.evidence/, data/, build/; build_report locks the project), so
+    two sites built at the same time, on two xdist workers, need a project each."""
+    # what a build writes, and node_modules (linked below); at the top level only
+    skip = {"node_modules", ".evidence", ".svelte-kit", "build", "data", ".pvbench-build.lock"}
+    shutil.copytree(
+        reports, dest, symlinks=True, ignore=lambda d, names: skip & set(names) if Path(d) == reports else ()
+    )
+    (dest / "node_modules").symlink_to(reports / "node_modules", target_is_directory=True)
+    return dest
 
 
 def browse(reports: Path, base: str, out_dir: Path, pages: list[dict]) -> dict:
@@ -159,8 +180,10 @@ def thesis_site(reports, tmp_path_factory) -> Site:
 
 @pytest.fixture(scope="module")
 def full_site(reports, tmp_path_factory) -> Site:
-    """Thesis + synthetic vshn and sweep: built with the CLI, without network if possible."""
+    """Thesis + synthetic vshn and sweep: built with the CLI, without network if possible, in its
+    own copy of the Evidence project (PVBENCH_REPORTS_DIR) so it can build beside thesis_site."""
     work = tmp_path_factory.mktemp("report-full")
+    project = evidence_project_copy(reports, work / "reports")
     write_synthetic_results(work / "store")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
     pvbench("aggregate", "--store", str(work / "store"), "--out", str(work / "data"))
@@ -180,10 +203,13 @@ def full_site(reports, tmp_path_factory) -> Site:
     offline = can_unshare_net()
     if offline:
         cmd = ["unshare", "-n", *cmd]  # a network namespace with only a (down) loopback
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, "PVBENCH_REPORTS_DIR": str(project)}
+    )
     assert proc.returncode == 0, (
         f"report build failed (offline={offline}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     )
+    shutil.rmtree(project)  # its .evidence/ and build/ hold ~400 MB; the site is in work/site
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "full-build.txt").write_text(f"built without network: {offline}\n{proc.stderr}")
     server, url = start_server(work / "site")
@@ -283,6 +309,7 @@ def test_stage_data_checks_the_contract(tmp_path):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_overview_shows_table_6_1(thesis_site):
     index = thesis_site.page("index")
     assert index["status"] == 200
@@ -308,6 +335,7 @@ def test_thesis_overview_shows_table_6_1(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_box_plots_are_drawn_with_unit_and_n(thesis_site):
     page = thesis_site.page("boxplots")
     assert len(page["charts"]) == 10, page["charts"]
@@ -319,6 +347,7 @@ def test_thesis_box_plots_are_drawn_with_unit_and_n(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_storage_class_pages(thesis_site):
     for name, mean in (("class-azure", THESIS_MEANS["Write latency"]), ("class-portworx", PORTWORX_READ_IOPS)):
         page = thesis_site.page(name)
@@ -331,6 +360,7 @@ def test_thesis_storage_class_pages(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_profiles_that_did_not_run_show_a_note(thesis_site):
     fsync = thesis_site.page("fsync-empty")
     assert "No fsync series in this data set" in fsync["text"] and not fsync["charts"]
@@ -341,6 +371,7 @@ def test_profiles_that_did_not_run_show_a_note(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_comparisons_show_verdicts(thesis_site):
     page = thesis_site.page("comparisons")
     text = page["text"]
@@ -367,6 +398,7 @@ def test_thesis_comparisons_show_verdicts(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_anomalies_flag_portworx(thesis_site):
     page = thesis_site.page("anomalies")
     text = page["text"]
@@ -391,6 +423,7 @@ def test_thesis_anomalies_flag_portworx(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_occasions_split_the_variance(thesis_site):
     page = thesis_site.page("occasions")
     text = page["text"]
@@ -410,6 +443,7 @@ def test_thesis_occasions_split_the_variance(thesis_site):
 
 
 @pytest.mark.slow
+@THESIS
 def test_thesis_methodology_from_the_data(thesis_site):
     text = thesis_site.page("methodology")["text"]
     for expected in (
@@ -442,6 +476,7 @@ def test_thesis_methodology_from_the_data(thesis_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_fsync_series_is_drawn(full_site):
     page = full_site.page("fsync")
     assert len(page["charts"]) == 2 and all(painted(c) for c in page["charts"]), page["charts"]
@@ -454,6 +489,7 @@ def test_fsync_series_is_drawn(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_sweep_curves_are_drawn(full_site):
     # the sweep page filters with a Dropdown: its query runs in the browser's DuckDB,
     # on tables loaded through the air-gapped Parquet path
@@ -469,6 +505,7 @@ def test_sweep_curves_are_drawn(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_report_has_every_profile(full_site):
     index = full_site.page("index")["text"]
     for section in ("imported · thesis", "vshn · synthetic", "sweep · synthetic", "dbench · upgrade"):
@@ -481,6 +518,7 @@ def test_full_report_has_every_profile(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_runs_page_selects_a_run(full_site):
     """One report for all runs: the Runs page shows one run (the newest first), the Dropdown another."""
     assert "This data set has 5 runs in 3 campaigns" in full_site.page("index")["text"]
@@ -500,6 +538,7 @@ def test_full_runs_page_selects_a_run(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_overview_says_whether_the_upgrade_hurt(full_site):
     index = full_site.page("index")
     text = index["text"]
@@ -516,6 +555,7 @@ def test_full_overview_says_whether_the_upgrade_hurt(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_comparisons_catch_the_upgrade(full_site):
     page = full_site.page("comparisons")
     text = page["text"]
@@ -542,6 +582,7 @@ def test_full_comparisons_catch_the_upgrade(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_lifecycle_page_shows_each_step_and_the_slower_attach(full_site):
     page = full_site.page("lifecycle")
     text = page["text"]
@@ -553,6 +594,7 @@ def test_full_lifecycle_page_shows_each_step_and_the_slower_attach(full_site):
 
 
 @pytest.mark.slow
+@FULL
 def test_full_anomalies_and_methodology(full_site):
     anomalies = full_site.page("anomalies")
     assert "No limits declared for this data set" in anomalies["text"]  # aggregated without --limits
@@ -580,7 +622,7 @@ def test_full_anomalies_and_methodology(full_site):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", ["thesis_site", "full_site"])
+@pytest.mark.parametrize("which", [pytest.param("thesis_site", marks=THESIS), pytest.param("full_site", marks=FULL)])
 def test_no_request_leaves_loopback_and_no_errors(which, request):
     site: Site = request.getfixturevalue(which)
     assert site.browse["external"] == []
