@@ -33,6 +33,7 @@ from cluster_helpers import (
 )
 
 from pvbench.results import ResultDocument
+from pvbench.results.schema import LIFECYCLE_WORKLOAD
 from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, compact_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -126,7 +127,16 @@ def test_tables_and_report_land_beside_them(run):
     docs = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{compact}/documents.parquet").read()))
     assert docs.num_rows == 6 and set(docs.column("problem").to_pylist()) == {None}
     summary = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/summary.parquet").read()))
-    head = {r["storage_class"]: r for r in summary.to_pylist() if r["is_headline"]}
+    head = {r["storage_class"]: r for r in summary.to_pylist() if r["is_headline"] and r["workload"] == "randread-iops"}
+    # every cell's volume lifecycle, once per cell, as a workload of its own with its own headline
+    started = {
+        r["storage_class"]: r
+        for r in summary.to_pylist()
+        if r["workload"] == LIFECYCLE_WORKLOAD and r["metric"] == "pod_start_s"
+    }
+    assert {sc: (r["n"], r["unit"], r["is_headline"]) for sc, r in started.items()} == {
+        sc: (3, "s", True) for sc in CLASSES
+    }, started
     assert head["pvbench-tmpfs"]["n"] == head["pvbench-ext4"]["n"] == 3
     assert head["pvbench-tmpfs"]["mean"] > head["pvbench-ext4"]["mean"], head
     failures = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/report_failures.parquet").read()))
