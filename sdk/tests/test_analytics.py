@@ -213,3 +213,22 @@ def test_result_values_are_finite_and_non_negative():
         with pytest.raises(ValidationError):
             DirectionMetrics(direction="write", lat_p99_us=value)
     assert DirectionMetrics(direction="read", iops=0.0, lat_mean_us=0.0).iops == 0.0
+
+
+def test_occasion_box_plots_show_the_newest_12_occasions_and_the_split_uses_all(tmp_path):
+    """A year of nightly runs must not make hundreds of boxes per chart (the site would grow with the
+    campaign): the box plots keep each class's newest 12 occasions; the variance split keeps all."""
+    from datetime import timedelta
+
+    from stats_helpers import T0, doc, write
+
+    write(
+        tmp_path,
+        [doc(occasion=f"o{i}", rep=r, started=T0 + timedelta(days=i, minutes=r)) for i in range(15) for r in (1, 2)],
+    )
+    con = build_tables(open_store(str(tmp_path)), "syn")
+    [(n, shown)] = con.execute(
+        "select count(*), list(occasion order by occasion_started_at) from report_occasion_boxplot"
+    ).fetchall()
+    assert n == 12 and shown == [f"o{i}" for i in range(3, 15)]
+    assert con.execute("select n_occasions from report_occasions").fetchall() == [(15,)]

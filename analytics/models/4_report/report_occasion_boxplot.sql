@@ -1,5 +1,8 @@
 -- report_occasion_boxplot: the box plot's five numbers per occasion (headline metrics), so the
 -- report can split each storage class's box by occasion; with when the occasion started.
+-- The newest 12 occasions of each class and workload: a year of nightly runs would otherwise be
+-- hundreds of boxes per chart and grow the site with the campaign (report_occasions, the
+-- variance split, still uses every occasion; the page says how many of how many it shows).
 select
     campaign, storage_class, profile, workload, any_value(workload_title) as workload_title,
     direction, metric, any_value(unit) as unit,
@@ -18,4 +21,8 @@ select
 from measurements
 where is_headline
 group by campaign, storage_class, profile, workload, direction, metric, run, occasion
+qualify row_number() over (
+    partition by campaign, storage_class, profile, workload, direction, metric
+    order by min(started_at) desc nulls last, run desc, occasion desc
+) <= 12
 order by campaign, profile, workload, direction, storage_class, occasion_started_at, run, occasion
