@@ -28,7 +28,7 @@ import duckdb
 import pytest
 from report_fixture import write_synthetic_results
 
-from pvbench.report import REPORT_TABLES, ReportError, build_report, check_installed, stage_data, start_server
+from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
@@ -260,7 +260,7 @@ def test_stage_data_checks_the_contract(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     con = duckdb.connect()
-    for table, schema in REPORT_TABLES.items():
+    for table, schema in report_tables().items():
         if table in ("report_fsync", "report_sweep"):
             continue  # optional: a profile that did not run
         cols = ", ".join(f'NULL::{t} AS "{c}"' for c, t in schema.items())

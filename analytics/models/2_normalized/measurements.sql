@@ -1,18 +1,23 @@
 -- measurements: long format, one row per result, direction and metric that has a value.
--- unit and "better" (which way is good) are attached here, once, for every later layer.
-with long as (
+-- The metrics are the metric catalog's (metric_catalog: pvbench.results.metrics, the one
+-- definition); unit and "better" (which way is good) are attached here, from it, once for every
+-- later layer. Each source of the catalog is read by its own branch:
+--   fio — the catalog's fio metrics are columns of result_rows (one value per result and direction);
+--         getvariable('metrics_fio') lists them.
+with fio as (
     unpivot result_rows
-    on iops, bw_mib_s, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us
+    on columns(c -> list_contains(getvariable('metrics_fio'), c))
     into name metric value value
 )
 select
     campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,
     direction, rw, bs, bs_bytes, iodepth, numjobs, rwmixread, fsync, wl_group, "load",
     metric,
-    case when metric = 'iops' then 'IOPS' when metric = 'bw_mib_s' then 'MiB/s' else 'µs' end as unit,
-    case when metric like 'lat_%' then 'lower' else 'higher' end as better,
+    c.unit,
+    c.better,
     metric = coalesce(headline_metric, 'iops') as is_headline,
     value,
-    started_at, node, source
-from long
-where value is not null
+    started_at, node, fio.source
+from fio
+join metric_catalog c using (metric)
+where value is not null and c.source = 'fio'
