@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -254,6 +255,16 @@ def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PVBENCH_REPORTS_DIR", str(project))
     with pytest.raises(ReportError, match="install-report.sh"):
         build_report(tmp_path / "data", tmp_path / "site", quiet=True)
+
+
+def test_the_sources_read_the_tables_of_the_contract():
+    """Every report_* table the models make has a source query, and no source reads another."""
+    read = {
+        table
+        for sql in (REPO / "reports" / "sources" / "pvbench").glob("*.sql")
+        for table in re.findall(r"(\w+)\.parquet", sql.read_text())
+    }
+    assert read == set(report_tables())
 
 
 def test_stage_data_checks_the_contract(tmp_path):
