@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pvbench.store.layout import CellKey
+from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, cell_prefix
 
 SCHEMA_VERSION = "pvbench.result/v1"
 
@@ -33,8 +33,9 @@ class _Strict(BaseModel):
 class CellIdentity(_Strict):
     """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs).
 
-    The one identity of a cell: a planned cell (``pvbench.cells.Cell``) becomes one
-    (``Cell.identity``), and its store key is made from it (``key``) and nowhere else.
+    The one identity of a cell, and the one type of it: a planned cell (``pvbench.cells.Cell``)
+    becomes one (``Cell.identity``), and where the cell's files are stored is made from it
+    (``prefix``, ``result_key``, ``raw_fio_key``: the layout slugs the labels) and nowhere else.
     """
 
     campaign: str = Field(description="A study or series of runs that belong together")
@@ -47,12 +48,25 @@ class CellIdentity(_Strict):
     order: int | None = Field(default=None, description="Position in the run's randomized cell order")
     labels: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. role=candidate")
 
-    @property
-    def key(self) -> CellKey:
-        """Where this cell's result is stored (the layout slugs the labels)."""
-        return CellKey(
+    def prefix(self) -> str:
+        """The store folder of this cell's files (pvbench.store.layout.cell_prefix)."""
+        return cell_prefix(
             self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, self.rep
         )
+
+    def result_key(self) -> str:
+        """Where this cell's result.json is stored."""
+        return f"{self.prefix()}/{RESULT_FILE}"
+
+    def raw_fio_key(self) -> str:
+        """Where this cell's raw fio output is stored."""
+        return f"{self.prefix()}/{RAW_FIO_FILE}"
+
+    @property
+    def key(self) -> CellIdentity:
+        """The cell's store key: the identity itself (``key.result_key()`` as before; there is no
+        separate key type)."""
+        return self
 
 
 class WorkloadSpec(_Strict):
