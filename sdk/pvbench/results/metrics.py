@@ -10,8 +10,9 @@ Adding a metric is adding an entry. Its ``source`` says where the value is read 
 
 ``fio``
     the field of that name of each direction's metrics (``DirectionMetrics``: one value per result
-    and direction, a column of ``result_rows``). measurements.sql unpivots exactly the catalog's
-    ``fio`` metrics.
+    and direction). A new one is a field there, its type in ``1_raw/raw_results.sql`` (a test keeps
+    the two in step) and an entry here: ``result_rows`` takes every field of the direction's
+    metrics, and measurements.sql unpivots exactly the catalog's ``fio`` metrics.
 
 A metric from elsewhere (e.g. a cell's volume lifecycle: ``pvc_bound_s``, seconds, lower is
 better) gets a source of its own: a value here, the field in the result schema and a branch in
