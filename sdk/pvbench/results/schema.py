@@ -2,6 +2,7 @@
 
 Units live in field names: ``iops`` (operations/s), ``bw_mib_s`` (MiB/s computed once
 from fio's ``bw_bytes``), ``lat_*_us`` (microseconds from fio's nanoseconds).
+Which fields are metrics, their units and which way is better: ``metrics.py`` (the catalog).
 Analytics reads these documents with an explicit DuckDB schema derived from the
 same names (analytics/models/raw_results.sql); a test keeps the two in step.
 """
