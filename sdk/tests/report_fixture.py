@@ -283,5 +283,5 @@ def write_synthetic_results(store_dir: Path, seed: int = 2026) -> int:
     store = open_store(str(store_dir))
     docs = _vshn(rng) + _sweep(rng) + _upgrade(rng)
     for d in docs:
-        store.put_bytes(d.identity.key.result_key(), d.to_json())
+        store.put_bytes(d.identity.result_key(), d.to_json())
     return len(docs)

@@ -69,4 +69,4 @@ def doc(
 def write(store_dir: Path, docs: list[ResultDocument]) -> None:
     store = open_store(str(store_dir))
     for d in docs:
-        store.put_bytes(d.identity.key.result_key(), d.to_json())
+        store.put_bytes(d.identity.result_key(), d.to_json())

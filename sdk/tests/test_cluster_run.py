@@ -34,7 +34,14 @@ from cluster_helpers import (
 
 from pvbench.results import ResultDocument
 from pvbench.results.schema import LIFECYCLE_WORKLOAD
-from pvbench.store.layout import RESULT_FILE, CellKey, analytics_prefix, compact_prefix, report_prefix, results_prefix
+from pvbench.store.layout import (
+    RESULT_FILE,
+    analytics_prefix,
+    cell_prefix,
+    compact_prefix,
+    report_prefix,
+    results_prefix,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -84,7 +91,7 @@ def test_results_land_under_the_layout_keys(run):
     minio, name = run["minio"], run["name"]
     keys = [k for k in minio.keys(BUCKET, results_prefix(PARAMS["campaign"], name) + "/") if k.endswith(RESULT_FILE)]
     expected = sorted(
-        CellKey(PARAMS["campaign"], name, "adhoc", sc, "dbench", "randread-iops", rep).result_key()
+        f"{cell_prefix(PARAMS['campaign'], name, 'adhoc', sc, 'dbench', 'randread-iops', rep)}/{RESULT_FILE}"
         for sc in CLASSES
         for rep in (1, 2, 3)
     )

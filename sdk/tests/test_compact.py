@@ -89,7 +89,7 @@ def test_a_changed_or_removed_document_recompacts_its_run_and_counts_nothing_twi
     assert headline_n(con) == {"fast": 6, "slow": 6}
     assert con.execute("select max(value) from measurements where metric = 'iops'").fetchone()[0] == 5000.0
     # a removed document leaves the tables at the next full aggregation
-    (tmp_path / night("n1", 1)[0].identity.key.result_key()).unlink()
+    (tmp_path / night("n1", 1)[0].identity.result_key()).unlink()
     con = build_tables(store, "syn", extras=False)
     assert headline_n(con) == {"fast": 5, "slow": 6}
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ import duckdb
 import pytest
 from report_fixture import write_synthetic_results
 
-from pvbench.report import REPORT_TABLES, ReportError, build_report, check_installed, stage_data, start_server
+from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
@@ -284,11 +285,21 @@ def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
         build_report(tmp_path / "data", tmp_path / "site", quiet=True)
 
 
+def test_the_sources_read_the_tables_of_the_contract():
+    """Every report_* table the models make has a source query, and no source reads another."""
+    read = {
+        table
+        for sql in (REPO / "reports" / "sources" / "pvbench").glob("*.sql")
+        for table in re.findall(r"(\w+)\.parquet", sql.read_text())
+    }
+    assert read == set(report_tables())
+
+
 def test_stage_data_checks_the_contract(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     con = duckdb.connect()
-    for table, schema in REPORT_TABLES.items():
+    for table, schema in report_tables().items():
         if table in ("report_fsync", "report_sweep"):
             continue  # optional: a profile that did not run
         cols = ", ".join(f'NULL::{t} AS "{c}"' for c, t in schema.items())

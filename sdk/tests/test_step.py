@@ -9,8 +9,7 @@ import pytest
 from cli_helpers import pvbench
 
 from pvbench.cells.cell import Cell
-from pvbench.results import ResultDocument
-from pvbench.store.layout import CellKey
+from pvbench.results import CellIdentity, ResultDocument
 
 
 def step(tmp_path: Path, *extra: str, target: Path | None = None, env=None) -> subprocess.CompletedProcess:
@@ -68,8 +67,8 @@ def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
         "order": 5,
         "labels": {"role": "baseline"},
     }
-    assert cell.key == identity.key == CellKey("C1", "r1", "Night", "fast-ssd", "custom", "w", 2)
-    assert identity.key.prefix() == (
+    assert cell.identity().result_key() == identity.result_key() == identity.key.result_key()
+    assert identity.prefix() == (
         "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=custom/workload=w/rep=2"
     )
 
@@ -89,7 +88,15 @@ def test_step_writes_result_and_raw_json_under_the_layout_key(tmp_path):
         env={"PVBENCH_NODE_NAME": "node-a", "PVBENCH_PROVISIONER": "rancher.io/local-path"},
     )
     assert proc.returncode == 0, proc.stderr
-    key = CellKey("c1", "r1", "night", "fast-ssd", "dbench", "randread-lat", 2)
+    key = CellIdentity(
+        campaign="c1",
+        run="r1",
+        occasion="night",
+        storage_class="fast-ssd",
+        profile="dbench",
+        workload="randread-lat",
+        rep=2,
+    )
     doc = ResultDocument.from_json((store / key.result_key()).read_bytes())
     assert json.loads((store / key.raw_fio_key()).read_text())["fio version"].startswith("fio-")
     assert (tmp_path / "out" / "result.json").read_bytes() == (store / key.result_key()).read_bytes()

@@ -2,13 +2,26 @@
 
 import pytest
 
+from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
 from pvbench.store.backends import S3Store, StoreError
-from pvbench.store.layout import CellKey, analytics_prefix, slug
+from pvbench.store.layout import analytics_prefix, slug
+
+
+def _identity(campaign, run, occasion, storage_class, profile, workload, rep) -> CellIdentity:
+    return CellIdentity(
+        campaign=campaign,
+        run=run,
+        occasion=occasion,
+        storage_class=storage_class,
+        profile=profile,
+        workload=workload,
+        rep=rep,
+    )
 
 
 def test_key_layout_is_hive_partitioned_and_slugged():
-    key = CellKey("Thesis 2023", "azure", "1", "Azure Disk Storage", "imported", "Random read IOPS", 3)
+    key = _identity("Thesis 2023", "azure", "1", "Azure Disk Storage", "imported", "Random read IOPS", 3)
     assert key.result_key() == (
         "results/campaign=thesis-2023/run=azure/occasion=1/storage_class=azure-disk-storage/"
         "profile=imported/workload=random-read-iops/rep=3/result.json"
@@ -59,9 +72,9 @@ def test_labels_with_one_slug_are_refused():
         check_distinct("occasion", ["Night", "night"])
     with pytest.raises(ValueError, match="listed twice"):
         check_distinct("occasion", ["night", "night"])
-    a = CellKey("c", "r", "o", "sc", "custom", "read", 1)
+    a = _identity("c", "r", "o", "sc", "custom", "read", 1)
     with pytest.raises(ValueError, match="one would overwrite the other"):
-        check_distinct_keys([("first", a), ("second", CellKey("c", "r", "o", "sc", "custom", "read", 1))])
+        check_distinct_keys([("first", a), ("second", _identity("c", "r", "o", "sc", "custom", "read", 1))])
 
 
 def test_failed_local_write_leaves_no_temporary_file(tmp_path):

@@ -21,14 +21,7 @@
 -- A value that differs from others that are all identical (s₍₋ᵢ₎ = 0, e.g. rate-limited fio) is an
 -- outlier by any measure: t is infinite. Tukey's fences over the cell (Q1 − 1.5·IQR, Q3 + 1.5·IQR)
 -- ride along for the box plots.
-with settings as (
-    select
-        max(value) filter (where name = 'outlier_alpha')       as alpha,
-        max(value) filter (where name = 'outlier_min_rel_dev') as min_rel_dev,
-        max(value) filter (where name = 'outlier_min_n')       as min_n
-    from stats_settings
-),
-occasions as (
+with occasions as (
     select
         campaign, storage_class, profile, workload, direction, metric, run, occasion,
         count(*) as n_occasion,
@@ -61,7 +54,7 @@ cell_quantiles as (
 ),
 -- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value
 cutoffs as (
-    select n_judged, df, t_quantile(1 - s.alpha / (2 * n_judged), df) as t_critical
+    select n_judged, df, t_quantile(1 - s.outlier_alpha / (2 * n_judged), df) as t_critical
     from (select distinct n_judged, df from cells where n_judged > 0 and df >= 1) d, settings s
 ),
 located as (
@@ -100,10 +93,10 @@ select
     r.q1 - 1.5 * (r.q3 - r.q1) as tukey_low,
     r.q3 + 1.5 * (r.q3 - r.q1) as tukey_high,
     r.value < r.q1 - 1.5 * (r.q3 - r.q1) or r.value > r.q3 + 1.5 * (r.q3 - r.q1) as outside_tukey,
-    coalesce(r.n >= s.min_n
+    coalesce(r.n >= s.outlier_min_n
              and r.n_occasion >= 3
              and abs(r.t_stat) > r.t_critical
-             and abs(r.residual) >= s.min_rel_dev * abs(r.reference), false) as is_outlier,
+             and abs(r.residual) >= s.outlier_min_rel_dev * abs(r.reference), false) as is_outlier,
     -- which way: 'slow' is the bad side for this metric (low IOPS, high latency)
     case when (r.residual < 0) = (r.better = 'higher') then 'slow' else 'fast' end as outlier_side
 from scored r

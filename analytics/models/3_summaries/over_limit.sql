@@ -28,9 +28,9 @@ matched as (
 )
 select
     campaign, run, occasion, storage_class, profile, workload, workload_title, rep, source_key,
-    direction, metric, case when metric = 'iops' then 'IOPS' else 'MiB/s' end as unit,
+    direction, metric, (select unit from metric_catalog c where c.metric = m.metric) as unit,
     value, pattern as limit_pattern, limit_value, declared as limit_declared, tolerance, note as limit_note,
     value / nullif(limit_value, 0) as ratio_to_limit,
     value > limit_value * (1 + tolerance) as over_limit
-from matched
+from matched m
 where pick = 1

@@ -13,13 +13,7 @@
 -- is 1 / (product of the occasions' rep counts): designs whose product is below 1/alpha (one
 -- occasion of < 20 reps, 2 occasions of 3 or 4 reps) can never be flagged — the old rule ("slower
 -- in every occasion") flagged 18% of null cells of 2 occasions × 3 reps.
-with settings as (
-    select
-        max(value) filter (where name = 'warmup_min_slowdown') as min_slowdown,
-        max(value) filter (where name = 'warmup_alpha')        as alpha
-    from stats_settings
-),
-limit_cells as (
+with limit_cells as (
     select
         campaign, storage_class, profile, workload, any_value(workload_title) as workload_title,
         direction, metric, any_value(unit) as unit,
@@ -84,8 +78,8 @@ select
            w.n_slower, w.n_occasions, w.n_slowest, 100 * w.median_slowdown, w.by_occasion,
            printf('%,.0f', w.first_median), printf('%,.0f', w.rest_median), w.unit, w.p_value)
 from warmup_tested w, settings s
-where w.p_value <= s.alpha
-  and w.median_slowdown >= s.min_slowdown
+where w.p_value <= s.warmup_alpha
+  and w.median_slowdown >= s.warmup_min_slowdown
 union all
 select
     'outlier', campaign, storage_class, profile, workload, workload_title, direction, metric, unit,

@@ -6,7 +6,6 @@ docs as (
     select distinct source_key, campaign, seed, platform, ramp_s, runtime_s, size_bytes
     from rr
 ),
-settings as (select name, value from stats_settings),
 cells as (
     select campaign, storage_class, profile, workload, direction, count(*) as n,
            count(distinct occasion) as occasions, count(distinct run) as runs
@@ -72,11 +71,11 @@ rows as (
     from docs group by campaign
     -- units
     union all
-    select distinct campaign, 3, 'units', case metric when 'iops' then 1 when 'bw_mib_s' then 2 else 3 end,
-           metric,
-           unit || ', ' || better || ' is better'
-             || case when metric like 'lat_%' then ' (total latency, submission to completion)' else '' end
-    from measurements
+    -- the metrics measured, in the catalog's order, as the metric catalog describes them
+    select m.campaign, 3, 'units', c.position, c.metric,
+           c.unit || ', ' || c.better || ' is better (' || c.description || ')'
+    from (select distinct campaign, metric from measurements) m
+    join metric_catalog c using (metric)
     -- confidence and tests
     union all
     select c.campaign, 4, 'confidence', k, item, value
@@ -84,24 +83,24 @@ rows as (
     (values
         (10, 'summaries', 'mean ± sd; 95% confidence interval of the mean from the occasion means (run × occasion), mean ± t(0.975, k−1)·sd/√k over k ≥ 2 occasions; on a single occasion from its repetitions, marked as not covering day-to-day variation; box plots of min, Q1, median, Q3, max'),
         (20, 'comparisons', printf('t test on the log of the occasion means (Welch when both sides ran on ≥ 2 occasions; otherwise day-to-day variation from the other side and the class''s other occasions, or the verdict is withheld); ratio with its %.0f%% CI from the same estimate; Holm-corrected across the metrics of a comparison at α = %g; smallest meaningful change %.0f%%',
-                                   100 * (select value from settings where name = 'compare_confidence'),
-                                   (select value from settings where name = 'compare_alpha'),
-                                   100 * (select value from settings where name = 'compare_min_change'))),
+                                   100 * (select compare_confidence from settings),
+                                   (select compare_alpha from settings),
+                                   100 * (select compare_min_change from settings))),
         (30, 'occasions', printf('one-way random-effects ANOVA over run × occasion; F test at α = %g',
-                                 (select value from settings where name = 'occasion_alpha'))),
+                                 (select occasion_alpha from settings))),
         (40, 'outliers', printf('value against the mean of the other reps of its occasion, in units of the pooled within-occasion sd without it (studentized t, n − g − 1 df); flagged above the Bonferroni cut-off t(1 − α/2m) for the m values of the cell, α = %g per cell, and ≥ %.0f%% off; occasions of ≥ 3 reps, cells of n ≥ %d',
-                                (select value from settings where name = 'outlier_alpha'),
-                                100 * (select value from settings where name = 'outlier_min_rel_dev'),
-                                (select value from settings where name = 'outlier_min_n')::integer)),
+                                (select outlier_alpha from settings),
+                                100 * (select outlier_min_rel_dev from settings),
+                                (select outlier_min_n from settings)::integer)),
         (50, 'warm-up', printf('rank of the first repetition within its occasion, summed over occasions: exact one-sided p ≤ %g and a median slowdown ≥ %.0f%%; cannot fire unless the product of the occasions'' rep counts is ≥ 1/p (e.g. 3 occasions of 3 reps, 2 of 5)',
-                               (select value from settings where name = 'warmup_alpha'),
-                               100 * (select value from settings where name = 'warmup_min_slowdown')))
+                               (select warmup_alpha from settings),
+                               100 * (select warmup_min_slowdown from settings)))
     ) as t(k, item, value)
     -- declared limits
     union all
     select c.campaign, 5, 'limits', 10, l.pattern || ' · ' || l.direction || ' ' || l.metric,
            l.declared || printf(' (= %,.1f %s; flagged above +%.0f%%)', l.limit_value,
-                                case when l.metric = 'iops' then 'IOPS' else 'MiB/s' end, 100 * l.tolerance)
+                                (select unit from metric_catalog m where m.metric = l.metric), 100 * l.tolerance)
              || coalesce('; ' || l.note, '')
     from (select distinct campaign from rr) c, storage_class_limits l
     -- cost

@@ -2,10 +2,7 @@
 -- between-occasion (time of day/week) and within-occasion (repetition) parts, in the metric's
 -- unit and as CV. "mostly occasions" when the occasion share is at least one half and the
 -- F test rejects "no occasion effect" at occasion_alpha.
-with settings as (
-    select max(value) filter (where name = 'occasion_alpha') as alpha from stats_settings
-),
-headline as (
+with headline as (
     select distinct campaign, storage_class, profile, workload, direction, metric, workload_title, unit
     from measurements
     where is_headline
@@ -17,7 +14,7 @@ select
     o.f_stat, o.df_between, o.df_within, o.p_value,
     case
         when o.p_value is null then 'not testable'
-        when o.p_value >= s.alpha then 'no clear occasion effect'
+        when o.p_value >= s.occasion_alpha then 'no clear occasion effect'
         when o.share_between >= 0.5 then 'mostly occasions'
         else 'some occasion effect'
     end as finding

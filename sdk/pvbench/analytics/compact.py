@@ -28,7 +28,6 @@ import duckdb
 from pydantic import ValidationError
 
 from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows
-from pvbench.cells.publish import key_of
 from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
 from pvbench.store import LocalStore, Store, StoredObject
 from pvbench.store.layout import (
@@ -228,7 +227,7 @@ def build_compact(
                     if problem is not None:
                         row.update(problem=problem[0], reason=problem[1])
                     else:
-                        row["cell_key"] = key_of(doc).result_key()
+                        row["cell_key"] = doc.identity.result_key()
                         head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
                         out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
                         valid += 1

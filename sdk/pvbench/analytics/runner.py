@@ -36,6 +36,7 @@ from pvbench.analytics.tables import (
     AnalyticsError,
     insert_rows,
 )
+from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
 from pvbench.store import S3Store, Store
 from pvbench.store.layout import results_prefix, slug
 
@@ -104,7 +105,7 @@ def httpfs_extension_path() -> Path:
     return found[0]
 
 
-def connect(store: Store) -> duckdb.DuckDBPyConnection:
+def connect(store: Store | None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that can read the store (S3 through the pinned httpfs, loaded offline)."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     configure(con)
@@ -121,6 +122,14 @@ def connect(store: Store) -> duckdb.DuckDBPyConnection:
 def load_seeds(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     for csv in sorted((root / "seeds").glob("*.csv")):
         con.execute(f"CREATE OR REPLACE TABLE {csv.stem} AS SELECT * FROM read_csv(?, header = true)", [str(csv)])
+
+
+def install_metrics(con: duckdb.DuckDBPyConnection) -> None:
+    """The metric catalog (pvbench.results.metrics) as table ``metric_catalog``, and for each source
+    the names of its metrics as variable ``metrics_<source>`` (measurements.sql unpivots those)."""
+    insert_rows(con, METRIC_TABLE, METRIC_COLUMNS, metric_rows())
+    for source in SOURCES:
+        con.execute(f"SET VARIABLE metrics_{source} = ?", [metrics_from(source)])
 
 
 def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -292,21 +301,61 @@ def build_tables(
             f"no valid results in {store.url}/{prefix}: {len(skipped)} document(s) left out"
             + (f"; what failed:{failed}" if failed else "")
         )
-    install_skipped(con, skipped)
-    load_seeds(con, root)
+    install_inputs(con, root, skipped)
     install_failures(con, store, compacts)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
+    run_models(con, campaign_models, before, after)
+    return con
+
+
+def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dict]) -> None:
+    """What the campaign's models read beside the results: the documents left out, the seeds and
+    the metric catalog."""
+    install_skipped(con, skipped)
+    load_seeds(con, root)
+    install_metrics(con)
+
+
+def run_models(
+    con: duckdb.DuckDBPyConnection, models: Sequence[Model], before: Sequence[Step] = (), after: Sequence[Step] = ()
+) -> None:
+    """``before`` steps, the models in order (each makes the table it is named for), ``after`` steps."""
     for step in before:
         step(con)
-    for model in campaign_models:
+    for model in models:
         try:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         except duckdb.Error as exc:
             raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
     for step in after:
         step(con)
+
+
+def empty_tables(
+    root: Path | None = None, *, before: Sequence[Step] = (), after: Sequence[Step] = ()
+) -> duckdb.DuckDBPyConnection:
+    """Every model run over no results at all: each table exists, with the columns and types its
+    model gives it, and no rows. A table's schema is read from here (the report's data contract),
+    never typed by hand. ``before``/``after``: as for build_tables."""
+    root = root or analytics_dir()
+    compact_models, campaign_models = compaction_models(discover_models(root))
+    con = connect(None)
+    with tempfile.TemporaryDirectory(prefix="pvbench-empty-") as tmp:
+        nothing = Path(tmp) / "no-results.ndjson"
+        nothing.write_text("")
+        con.execute("SET VARIABLE result_files = ?", [[str(nothing)]])
+        run_models(con, compact_models)
+    read_documents_table(con, None, [])
+    install_inputs(con, root, select_documents(con))
+    insert_rows(con, FAILURES_TABLE, FAILURES_COLUMNS, [])
+    run_models(con, campaign_models, before, after)
     return con
+
+
+def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """``table``'s columns, name → DuckDB type."""
+    return {name: kind for name, kind, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
 
 
 # Tables with a row per result or per measured value are not written out: the rows are the runs'

@@ -7,7 +7,6 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pvbench.results.schema import CellIdentity
-from pvbench.store.layout import CellKey
 
 # The fields of an Argo fan-out item (`pvbench expand`, ci-check's next.json); they become
 # benchmark-cell's input parameters (storage_class -> storage-class). Argo names each
@@ -100,10 +99,6 @@ class Cell(BaseModel):
             order=self.order,
             labels=dict(labels or {}),
         )
-
-    @property
-    def key(self) -> CellKey:
-        return self.identity().key
 
     def fan_out_item(self) -> dict:
         """This cell as an Argo fan-out item (FAN_OUT_ITEM_KEYS)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pvbench.results.schema import ResultDocument
-from pvbench.store import CellKey, LocalStore, Store
+from pvbench.store import LocalStore, Store
 from pvbench.store.backends import StoreError
 from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
 
@@ -26,13 +26,8 @@ class Published:
     error: str | None = None
 
 
-def key_of(doc: ResultDocument) -> CellKey:
-    """``doc.identity.key``: where a result document is stored."""
-    return doc.identity.key
-
-
 def publish(doc: ResultDocument, raw_fio: str | None, store: Store, spool: Path | None) -> Published:
-    key = doc.identity.key
+    key = doc.identity
     files = [] if raw_fio is None else [(key.raw_fio_key(), raw_fio.encode())]
     files.append((key.result_key(), doc.to_json()))
     # A remote store is spooled first (a crash mid-upload loses nothing); a local one is

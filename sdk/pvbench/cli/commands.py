@@ -53,7 +53,7 @@ def local_run(
                 raise ConfigError(f"occasion {name!r} is not in the config's occasions {cfg.occasions}")
         check_distinct("occasion", occasion or [])
         plans = plan_run(cfg, run_id, occasion)
-        check_distinct_keys((p.cell.describe(), p.cell.key) for p in plans)
+        check_distinct_keys((p.cell.describe(), p.cell.identity()) for p in plans)
         # The store is checked before the first cell (also with --dry-run): reachable, bucket there, writable.
         open_store(cfg.store).check()
         # The same --run twice would overwrite the first run's results: refused, before anything runs.

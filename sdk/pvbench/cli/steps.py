@@ -35,7 +35,7 @@ def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed
             seed=seed,
             tests=split_list(tests) or None,
         )
-        check_distinct_keys((cell.describe(), cell.key) for cell in cells)
+        check_distinct_keys((cell.describe(), cell.identity()) for cell in cells)
     except (ProfileError, ValueError) as exc:
         fail(str(exc))
     return cells
@@ -200,10 +200,10 @@ def fio_step(
             order=order,
             seed=seed,
         )
-        if key is not None and key.strip("/") != cell.key.prefix():
+        if key is not None and key.strip("/") != cell.identity().prefix():
             raise ValueError(
                 f"the result would be stored under {key!r}, but the key layout puts this cell at "
-                f"{cell.key.prefix()!r}; the template and pvbench disagree"
+                f"{cell.identity().prefix()!r}; the template and pvbench disagree"
             )
         plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
         store_obj = open_store(store) if store else None

@@ -121,7 +121,7 @@ def read_import(path: Path, campaign: str, run: str | None = None) -> ImportRead
                     ),
                     metrics=[DirectionMetrics(direction=_direction(label, line), **{metric: value})],
                 )
-                key = doc.identity.key.result_key()
+                key = doc.identity.result_key()
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])

@@ -7,6 +7,6 @@ selections of stored results (``pvbench compare``) live here too: they read tabl
 """
 
 from pvbench.pipeline.compare import compare_sides, load_measurements
-from pvbench.pipeline.tables import PYTHON_TABLES, aggregate, build_tables
+from pvbench.pipeline.tables import PYTHON_TABLES, aggregate, build_tables, table_schemas
 
-__all__ = ["PYTHON_TABLES", "aggregate", "build_tables", "compare_sides", "load_measurements"]
+__all__ = ["PYTHON_TABLES", "aggregate", "build_tables", "compare_sides", "load_measurements", "table_schemas"]

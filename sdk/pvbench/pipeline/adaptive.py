@@ -16,7 +16,7 @@ import duckdb
 from pvbench.cells.run import TimingOverrides, plan_cell
 from pvbench.results.schema import LIFECYCLE_WORKLOAD
 from pvbench.stats.adaptive import AdaptiveSettings, assess, shuffle_round
-from pvbench.store import CellKey
+from pvbench.store.layout import cell_prefix
 
 
 def next_round(
@@ -74,7 +74,7 @@ def next_round(
         if pool_occasions:  # the loop decides where the next rep goes; name the latest run/occasion
             nxt["run"], nxt["occasion"] = latest[p.cell]
         nxt["rep"] = max_rep[p.cell] + 1
-        nxt["key"] = CellKey(
+        nxt["key"] = cell_prefix(
             nxt["campaign"],
             nxt["run"],
             nxt["occasion"],
@@ -82,7 +82,7 @@ def next_round(
             nxt["profile"],
             nxt["workload"],
             nxt["rep"],
-        ).prefix()
+        )
         next_cells.append(nxt)
     if seed is not None:  # randomized interleaving within the round, like `pvbench expand` and local mode
         shuffle_round(next_cells, seed, round_)

@@ -10,7 +10,7 @@ import duckdb
 from pvbench.analytics import runner
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.stats.functions import register_functions
-from pvbench.stats.limits import LimitsError, find_declarations, install
+from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import build_report_comparisons
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
@@ -31,6 +31,22 @@ def _declarations(store: Store, limits: Path | str | None):
             raise AnalyticsError(str(exc)) from exc
 
     return step
+
+
+def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
+    """Every table a campaign's aggregation writes, with its columns (name → DuckDB type) as the
+    models and the Python-made tables give them: the models run over no results at all
+    (runner.empty_tables), wired as for a campaign with nothing declared. The report's contract."""
+
+    def nothing_declared(con: duckdb.DuckDBPyConnection) -> None:
+        register_functions(con)
+        install(con, Declarations(limits=[], prices=[]))
+
+    con = runner.empty_tables(root, before=[nothing_declared], after=[build_report_comparisons])
+    try:
+        return {table: runner.table_columns(con, table) for table in runner.output_tables(root, PYTHON_TABLES)}
+    finally:
+        con.close()
 
 
 def build_tables(

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pvbench.results.metrics import METRICS
+
 RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim"]
 
 _SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
@@ -72,13 +74,21 @@ class FioTest(BaseModel):
     load_target: float | None = Field(default=None, gt=0, le=1)
     extra: dict[str, str] = Field(default_factory=dict, description="More fio options, verbatim")
     # The figure a report shows first for this test (the thesis's tables use one per test).
-    headline: Literal["iops", "bw_mib_s", "lat_mean_us"] | None = None
+    # Any metric of the catalog (pvbench.results.metrics).
+    headline: str | None = None
 
     @property
     def headline_metric(self) -> str:
         if self.headline:
             return self.headline
         return {"bw": "bw_mib_s", "sequential": "bw_mib_s", "latency": "lat_mean_us"}.get(self.group or "", "iops")
+
+    @field_validator("headline")
+    @classmethod
+    def _headline_is_a_metric(cls, value: str | None) -> str | None:
+        if value is not None and value not in METRICS:
+            raise ValueError(f"headline {value!r} is not a metric; known: {', '.join(METRICS)}")
+        return value
 
     @field_validator("bs")
     @classmethod

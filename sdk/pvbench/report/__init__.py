@@ -9,10 +9,10 @@ installed by ``ci/install-report.sh``. Builds work air-gapped.
 """
 
 from pvbench.report.build import (
-    REPORT_TABLES,
     ReportError,
     build_report,
     check_installed,
+    report_tables,
     reports_dir,
     stage_data,
 )
@@ -20,7 +20,7 @@ from pvbench.report.fetch import fetch_report
 from pvbench.report.serve import make_server, make_store_server, serve_report, start_server
 
 __all__ = [
-    "REPORT_TABLES",
+    "report_tables",
     "ReportError",
     "build_report",
     "check_installed",

@@ -25,179 +25,21 @@ from typing import Iterator
 
 from rich.console import Console
 
-from pvbench.stats.tables import STATS_REPORT_TABLES
+from pvbench.pipeline import table_schemas
 
-# The data contract: the tables (and columns) the report pages read. Types are DuckDB types,
-# used only to write an empty table when the analytics output lacks one.
-REPORT_TABLES: dict[str, dict[str, str]] = {
-    "report_overview": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "n": "BIGINT",
-        "mean": "DOUBLE",
-        "sd": "DOUBLE",
-        "cv": "DOUBLE",
-        "median": "DOUBLE",
-        "q1": "DOUBLE",
-        "q3": "DOUBLE",
-        "min": "DOUBLE",
-        "max": "DOUBLE",
-        "ci95_low": "DOUBLE",
-        "ci95_high": "DOUBLE",
-        "ci_basis": "VARCHAR",
-        "n_occasions": "BIGINT",
-        "better": "VARCHAR",
-        "rank": "BIGINT",
-        "mean_pm_sd": "VARCHAR",
-    },
-    "report_boxplot": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "n": "BIGINT",
-        "min": "DOUBLE",
-        "q1": "DOUBLE",
-        "median": "DOUBLE",
-        "q3": "DOUBLE",
-        "max": "DOUBLE",
-        "mean": "DOUBLE",
-    },
-    "report_fsync": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "kind": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "fsync_label": "VARCHAR",
-        "fsync_order": "INTEGER",
-        "n": "BIGINT",
-        "mean": "DOUBLE",
-        "sd": "DOUBLE",
-        "low": "DOUBLE",
-        "high": "DOUBLE",
-    },
-    "report_sweep": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "wl_group": "VARCHAR",
-        "bs": "VARCHAR",
-        "bs_bytes": "BIGINT",
-        "load": "VARCHAR",
-        "direction": "VARCHAR",
-        "n": "BIGINT",
-        "iops": "DOUBLE",
-        "bw_mib_s": "DOUBLE",
-        "lat_mean_us": "DOUBLE",
-        "lat_p99_us": "DOUBLE",
-    },
-    "report_storage_classes": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "n_results": "BIGINT",
-        "n_runs": "BIGINT",
-        "n_occasions": "BIGINT",
-        "profiles": "VARCHAR",
-        "provisioner": "VARCHAR",
-        "filesystem": "VARCHAR",
-        "nodes": "VARCHAR",
-        "fio_version": "VARCHAR",
-        "first_started_at": "TIMESTAMPTZ",
-        "last_started_at": "TIMESTAMPTZ",
-    },
-    "report_runs": {
-        "campaign": "VARCHAR",
-        "run": "VARCHAR",
-        "occasion": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "rep": "INTEGER",
-        "cell_order": "INTEGER",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "value": "DOUBLE",
-        "started_at": "TIMESTAMPTZ",
-        "series": "VARCHAR",
-        "run_recency": "BIGINT",
-        "class_runs": "BIGINT",
-    },
-    # the Runs page: each run of the campaign on its own, against the campaign's mean
-    "report_run_summary": {
-        "campaign": "VARCHAR",
-        "run": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "better": "VARCHAR",
-        "n": "BIGINT",
-        "n_occasions": "BIGINT",
-        "occasions": "VARCHAR",
-        "started_at": "TIMESTAMPTZ",
-        "mean": "DOUBLE",
-        "sd": "DOUBLE",
-        "median": "DOUBLE",
-        "campaign_mean": "DOUBLE",
-        "campaign_runs": "BIGINT",
-        "ratio_to_campaign": "DOUBLE",
-        "mean_pm_sd": "VARCHAR",
-        "run_started_at": "TIMESTAMPTZ",
-    },
-}
-# The volume lifecycle per storage class and step (Kubernetes cells only; empty in local mode).
-REPORT_TABLES["report_lifecycle"] = {
-    "campaign": "VARCHAR",
-    "storage_class": "VARCHAR",
-    "metric": "VARCHAR",
-    "step": "VARCHAR",
-    "step_order": "INTEGER",
-    "unit": "VARCHAR",
-    "n": "BIGINT",
-    "n_occasions": "BIGINT",
-    "mean": "DOUBLE",
-    "median": "DOUBLE",
-    "p95": "DOUBLE",
-    "min": "DOUBLE",
-    "max": "DOUBLE",
-    "ci95_low": "DOUBLE",
-    "ci95_high": "DOUBLE",
-    "ci_basis": "VARCHAR",
-}
-# What failed in each run (Argo's exit handler); empty when nothing failed or outside Argo.
-REPORT_TABLES["report_failures"] = {
-    "run": "VARCHAR",
-    "node": "VARCHAR",
-    "template": "VARCHAR",
-    "phase": "VARCHAR",
-    "message": "VARCHAR",
-    "storage_class": "VARCHAR",
-    "workload": "VARCHAR",
-    "rep": "INTEGER",
-    "is_cell": "BOOLEAN",
-    "finished_at": "VARCHAR",
-}
-# The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
-# statistics publish their own contract, checked here like the rest. They are always written
-# by `pvbench aggregate` (possibly empty: the pages then show a note).
-REPORT_TABLES.update(STATS_REPORT_TABLES)
-# Tables that are empty when a profile did not run (the pages show a note instead).
+# Tables that are empty when a profile did not run (the pages show a note instead); a data
+# directory may lack them.
 OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures")
+
+
+def report_tables() -> dict[str, dict[str, str]]:
+    """The data contract: the tables the report pages read (the last layer, report_*) with their
+    columns (name → DuckDB type), as the models make them (pvbench.pipeline.table_schemas: the
+    models run over no results). Nothing here is typed by hand: a page that reads a column no
+    model makes fails `evidence build --strict` on the staged tables, and a data directory whose
+    table lacks a column fails stage_data."""
+    return {table: columns for table, columns in table_schemas().items() if table.startswith("report_")}
+
 
 PATCH_MARKER = "pvbench-offline-parquet"
 DEFAULT_TITLE = "pvbench report"
@@ -245,17 +87,19 @@ def _columns(con, path: Path) -> dict[str, str]:
 
 
 def stage_data(data_dir: Path, target: Path) -> dict[str, int]:
-    """Check the report_* tables against the contract and copy them into ``target``.
+    """Check the report_* tables against the contract (report_tables) and copy them into ``target``.
 
-    A missing optional table (a profile that did not run) is written empty. Returns row counts.
+    A missing optional table (a profile that did not run) is written empty, with the columns its
+    model gives it. Returns row counts.
     """
     import duckdb  # pvbench's own DuckDB, only to check and write Parquet
 
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise ReportError(f"data directory {data_dir} does not exist (write it with `pvbench aggregate --out DIR`)")
+    contract = report_tables()
     present = {p.stem for p in data_dir.glob("report_*.parquet")}
-    missing_required = [t for t in REPORT_TABLES if t not in present and t not in OPTIONAL_TABLES]
+    missing_required = [t for t in contract if t not in present and t not in OPTIONAL_TABLES]
     if missing_required:
         raise ReportError(
             f"{data_dir} lacks {', '.join(t + '.parquet' for t in missing_required)}: "
@@ -268,7 +112,7 @@ def stage_data(data_dir: Path, target: Path) -> dict[str, int]:
     con = duckdb.connect()
     try:
         problems = []
-        for table, schema in REPORT_TABLES.items():
+        for table, schema in contract.items():
             src = data_dir / f"{table}.parquet"
             dst = target / f"{table}.parquet"
             if not src.is_file():

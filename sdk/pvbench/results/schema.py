@@ -2,6 +2,7 @@
 
 Units live in field names: ``iops`` (operations/s), ``bw_mib_s`` (MiB/s computed once
 from fio's ``bw_bytes``), ``lat_*_us`` (microseconds from fio's nanoseconds).
+Which fields are metrics, their units and which way is better: ``metrics.py`` (the catalog).
 Analytics reads these documents with an explicit DuckDB schema derived from the
 same names (analytics/models/raw_results.sql); a test keeps the two in step.
 """
@@ -13,7 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pvbench.store.layout import CellKey
+from pvbench.results.metrics import metrics_from
+from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, cell_prefix
 
 SCHEMA_VERSION = "pvbench.result/v1"
 
@@ -33,8 +35,9 @@ class _Strict(BaseModel):
 class CellIdentity(_Strict):
     """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs).
 
-    The one identity of a cell: a planned cell (``pvbench.cells.Cell``) becomes one
-    (``Cell.identity``), and its store key is made from it (``key``) and nowhere else.
+    The one identity of a cell, and the one type of it: a planned cell (``pvbench.cells.Cell``)
+    becomes one (``Cell.identity``), and where the cell's files are stored is made from it
+    (``prefix``, ``result_key``, ``raw_fio_key``: the layout slugs the labels) and nowhere else.
     """
 
     campaign: str = Field(description="A study or series of runs that belong together")
@@ -47,12 +50,25 @@ class CellIdentity(_Strict):
     order: int | None = Field(default=None, description="Position in the run's randomized cell order")
     labels: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. role=candidate")
 
-    @property
-    def key(self) -> CellKey:
-        """Where this cell's result is stored (the layout slugs the labels)."""
-        return CellKey(
+    def prefix(self) -> str:
+        """The store folder of this cell's files (pvbench.store.layout.cell_prefix)."""
+        return cell_prefix(
             self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, self.rep
         )
+
+    def result_key(self) -> str:
+        """Where this cell's result.json is stored."""
+        return f"{self.prefix()}/{RESULT_FILE}"
+
+    def raw_fio_key(self) -> str:
+        """Where this cell's raw fio output is stored."""
+        return f"{self.prefix()}/{RAW_FIO_FILE}"
+
+    @property
+    def key(self) -> CellIdentity:
+        """The cell's store key: the identity itself (``key.result_key()`` as before; there is no
+        separate key type)."""
+        return self
 
 
 class WorkloadSpec(_Strict):
@@ -159,7 +175,7 @@ class VolumeLifecycle(_Strict):
 # In analytics, the lifecycle is a workload of its own: every cell of a class measures it once,
 # whatever its test (analytics/models/2_normalized/measurements.sql names it the same).
 LIFECYCLE_WORKLOAD = "volume-lifecycle"
-LIFECYCLE_METRICS = ("volume_bind_s", "pod_schedule_s", "volume_attach_s", "volume_mount_s", "pod_start_s")
+LIFECYCLE_METRICS = tuple(metrics_from("lifecycle"))  # VolumeLifecycle's durations, by the catalog's names
 
 
 class ResultDocument(_Strict):

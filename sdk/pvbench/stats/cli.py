@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.cli.common import fail
+from pvbench.results.metrics import METRICS
 
 app = typer.Typer(
     help="Statistics over stored results: comparisons, precision, anomalies, occasions.", no_args_is_help=True
@@ -106,14 +107,14 @@ def compare_command(
     from pvbench.pipeline import compare_sides
     from pvbench.stats.compare import BETTER, WITHHELD, WORSE, describe
     from pvbench.stats.sides import Side, SideError
-    from pvbench.stats.tables import default_settings
+    from pvbench.stats.tables import load_settings
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
     if fail_on not in ("worse", "never"):
         fail(f"--fail-on must be 'worse' or 'never', not {fail_on!r}")
     try:
-        settings = default_settings()
+        settings = load_settings()
         settings = replace(
             settings, **{k: v for k, v in (("min_change", min_change), ("alpha", alpha)) if v is not None}
         )
@@ -381,7 +382,7 @@ def limits_command(
         fail(str(exc))
     table = Table("storage class (glob)", "limit", "declared", "in pvbench units", "flag above")
     for lim in decl.limits:
-        unit = "IOPS" if lim.metric == "iops" else "MiB/s"
+        unit = METRICS[lim.metric].unit
         table.add_row(
             lim.pattern,
             f"{lim.direction} {lim.metric}",

@@ -20,9 +20,11 @@ judge alike.
 
 from __future__ import annotations
 
+import csv
 from collections import defaultdict
 from itertools import combinations
 
+from pvbench.analytics.runner import analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
 from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups
@@ -80,20 +82,6 @@ COLUMNS = [
     ("confidence", "double"),
     ("summary", "varchar"),
 ]
-
-
-def settings_from(con) -> CompareSettings:
-    """CompareSettings from the stats_settings seed (defaults where a name is missing)."""
-    try:
-        values = dict(con.execute("select name, value from stats_settings").fetchall())
-    except Exception:
-        values = {}
-    d = CompareSettings()
-    return CompareSettings(
-        alpha=float(values.get("compare_alpha", d.alpha)),
-        min_change=float(values.get("compare_min_change", d.min_change)),
-        confidence=float(values.get("compare_confidence", d.confidence)),
-    )
 
 
 def _rows(con) -> list[dict]:
@@ -193,16 +181,14 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
 
 
 def build_report_comparisons(con, settings: CompareSettings | None = None) -> int:
-    settings = settings or settings_from(con)
+    settings = settings or load_settings()
     return insert_rows(con, "report_comparisons", dict(COLUMNS), report_comparison_rows(_rows(con), settings))
 
 
-def default_settings() -> CompareSettings:
-    """CompareSettings from analytics/seeds/stats_settings.csv, without building any tables."""
-    import csv
-
-    from pvbench.analytics.runner import analytics_dir
-
+def load_settings() -> CompareSettings:
+    """CompareSettings from the stats_settings seed (analytics/seeds/stats_settings.csv; defaults
+    where a name is missing): the one loader, for the report's comparisons and `pvbench compare`
+    alike. The SQL models read the same seed through the ``settings`` model."""
     path = analytics_dir() / "seeds" / "stats_settings.csv"
     try:
         with path.open(newline="") as handle:
@@ -215,103 +201,3 @@ def default_settings() -> CompareSettings:
         min_change=values.get("compare_min_change", d.min_change),
         confidence=values.get("compare_confidence", d.confidence),
     )
-
-
-# The report tables the statistics make (column → DuckDB type), for the report's data contract:
-# REPORT_TABLES.update(STATS_REPORT_TABLES). test_stats_report_tables.py keeps it in step.
-STATS_REPORT_TABLES: dict[str, dict[str, str]] = {
-    "report_comparisons": {name: kind.upper() for name, kind in COLUMNS},  # the table above, once
-    "report_anomalies": {
-        "kind": "VARCHAR",
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "n": "BIGINT",
-        "n_flagged": "BIGINT",
-        "value": "DOUBLE",
-        "reference": "DOUBLE",
-        "ratio": "DOUBLE",
-        "run": "VARCHAR",
-        "occasion": "VARCHAR",
-        "rep": "INTEGER",
-        "message": "VARCHAR",
-    },
-    "report_occasions": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "n_occasions": "BIGINT",
-        "n": "BIGINT",
-        "mean": "DOUBLE",
-        "sd_between": "DOUBLE",
-        "sd_within": "DOUBLE",
-        "cv_between": "DOUBLE",
-        "cv_within": "DOUBLE",
-        "share_between": "DOUBLE",
-        "share_within": "DOUBLE",
-        "f_stat": "DOUBLE",
-        "df_between": "BIGINT",
-        "df_within": "BIGINT",
-        "p_value": "DOUBLE",
-        "finding": "VARCHAR",
-    },
-    "report_occasion_boxplot": {
-        "campaign": "VARCHAR",
-        "storage_class": "VARCHAR",
-        "profile": "VARCHAR",
-        "workload": "VARCHAR",
-        "workload_title": "VARCHAR",
-        "direction": "VARCHAR",
-        "metric": "VARCHAR",
-        "unit": "VARCHAR",
-        "run": "VARCHAR",
-        "occasion": "VARCHAR",
-        "occasion_started_at": "TIMESTAMPTZ",
-        "weekday": "VARCHAR",
-        "start_hour_utc": "BIGINT",
-        "n": "BIGINT",
-        "min": "DOUBLE",
-        "q1": "DOUBLE",
-        "median": "DOUBLE",
-        "q3": "DOUBLE",
-        "max": "DOUBLE",
-        "mean": "DOUBLE",
-        "sd": "DOUBLE",
-    },
-    "report_methodology": {
-        "campaign": "VARCHAR",
-        "section": "VARCHAR",
-        "item": "VARCHAR",
-        "value": "VARCHAR",
-        "section_order": "INTEGER",
-        "item_order": "INTEGER",
-    },
-    "report_cost": {
-        "campaign": "VARCHAR",
-        "run": "VARCHAR",
-        "n_storage_classes": "BIGINT",
-        "n_results": "BIGINT",
-        "started_at": "TIMESTAMPTZ",
-        "ended_at": "TIMESTAMPTZ",
-        "wall_seconds": "DOUBLE",
-        "fio_seconds": "DOUBLE",
-        "cpu_seconds": "DOUBLE",
-        "cpu_seconds_per_result": "DOUBLE",
-        "cluster_price_per_hour": "DOUBLE",
-        "cluster_cost": "DOUBLE",
-        "storage_cost": "DOUBLE",
-        "total_cost": "DOUBLE",
-        "currency": "VARCHAR",
-        "has_cost_model": "BOOLEAN",
-    },
-}

@@ -18,7 +18,6 @@ are slugs of the labels (the labels themselves live inside result.json, verbatim
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 RESULTS_ROOT = "results"
 ANALYTICS_ROOT = "analytics"
@@ -67,7 +66,7 @@ def check_distinct(kind: str, labels) -> None:
 
 
 def check_distinct_keys(items) -> None:
-    """``items``: (description, CellKey) pairs; refuse two different cells stored under one key."""
+    """``items``: (description, CellIdentity) pairs; refuse two different cells stored under one key."""
     seen: dict[str, str] = {}
     for what, key in items:
         where = key.result_key()
@@ -79,34 +78,10 @@ def check_distinct_keys(items) -> None:
         seen[where] = what
 
 
-@dataclass(frozen=True)
-class CellKey:
-    """Identity of one benchmark cell as it appears in the store."""
-
-    campaign: str
-    run: str
-    occasion: str
-    storage_class: str
-    profile: str
-    workload: str
-    rep: int
-
-    def prefix(self) -> str:
-        return cell_prefix(
-            self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, int(self.rep)
-        )
-
-    def result_key(self) -> str:
-        return f"{self.prefix()}/{RESULT_FILE}"
-
-    def raw_fio_key(self) -> str:
-        return f"{self.prefix()}/{RAW_FIO_FILE}"
-
-
 def cell_prefix(
     campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str, rep: int | str
 ) -> str:
-    """Where one cell's result.json and fio.json go (CellKey.prefix; templates call it with placeholders)."""
+    """Where one cell's result.json and fio.json go (CellIdentity.prefix; templates call it with placeholders)."""
     return "/".join(
         [
             RESULTS_ROOT,
