@@ -4,9 +4,10 @@
 -- measured once per cell, whatever its test: its rows pool every test of the class under the
 -- workload 'volume-lifecycle' (direction 'volume'), summarised and compared like any workload,
 -- with pod_start_s (pod created -> benchmark container started) as its headline.
+-- Multi-client cells add straggler_ratio (slowest client's IOPS / mean client IOPS; higher is fairer).
 with fio as (
     unpivot result_rows
-    on iops, bw_mib_s, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us
+    on iops, bw_mib_s, lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us, straggler_ratio
     into name metric value value
 ),
 lifecycle as (
@@ -23,7 +24,8 @@ select
     campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,
     direction, rw, bs, bs_bytes, iodepth, numjobs, rwmixread, fsync, wl_group, "load",
     metric,
-    case when metric = 'iops' then 'IOPS' when metric = 'bw_mib_s' then 'MiB/s' else 'µs' end as unit,
+    case when metric = 'iops' then 'IOPS' when metric = 'bw_mib_s' then 'MiB/s'
+         when metric = 'straggler_ratio' then 'ratio' else 'µs' end as unit,
     case when metric like 'lat_%' then 'lower' else 'higher' end as better,
     metric = coalesce(headline_metric, 'iops') as is_headline,
     value,

@@ -3,7 +3,7 @@
 -- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
     select
-        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, unnest(r.metrics) as m,
+        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, r.clients as cl, unnest(r.metrics) as m,
         r.source_key, r.cell_key
     from raw_results r
 )
@@ -32,6 +32,7 @@ select
     wl.ramp_s                            as ramp_s,
     wl.runtime_s                         as runtime_s,
     wl.size_bytes                        as size_bytes,
+    coalesce(wl.clients, 1)              as clients,
     m.iops                                     as iops,
     m.bw_mib_s                                 as bw_mib_s,
     m.lat_mean_us                              as lat_mean_us,
@@ -42,6 +43,10 @@ select
     m.lat_kind                                 as lat_kind,
     m.io_bytes                                 as io_bytes,
     m.runtime_ms                               as runtime_ms,
+    -- multi-client cells (pvbench.fio.merge): the metrics above are the clients' totals
+    m.straggler_ratio                          as straggler_ratio,
+    cl.start_skew_s                            as client_start_skew_s,
+    cl.overlap_share                           as client_overlap_share,
     pv.source                          as source,
     pv.node                            as node,
     pv.host                            as host,

@@ -192,12 +192,37 @@ REPORT_TABLES["report_failures"] = {
     "is_cell": "BOOLEAN",
     "finished_at": "VARCHAR",
 }
+# Multi-client cells: total IOPS over the number of clients per class (reports/pages/scaling.md).
+REPORT_TABLES["report_scaling"] = {
+    "campaign": "VARCHAR",
+    "storage_class": "VARCHAR",
+    "profile": "VARCHAR",
+    "wl_group": "VARCHAR",
+    "direction": "VARCHAR",
+    "clients": "INTEGER",
+    "workload": "VARCHAR",
+    "workload_title": "VARCHAR",
+    "n": "BIGINT",
+    "n_occasions": "BIGINT",
+    "iops": "DOUBLE",
+    "ci95_low": "DOUBLE",
+    "ci95_high": "DOUBLE",
+    "ci_basis": "VARCHAR",
+    "bw_mib_s": "DOUBLE",
+    "lat_p99_us": "DOUBLE",
+    "speedup": "DOUBLE",
+    "efficiency": "DOUBLE",
+    "gain": "DOUBLE",
+    "straggler_ratio": "DOUBLE",
+    "max_start_skew_s": "DOUBLE",
+    "min_overlap_share": "DOUBLE",
+}
 # The statistics pages' tables (comparisons, anomalies, occasions, methodology, cost): the
 # statistics publish their own contract, checked here like the rest. They are always written
 # by `pvbench aggregate` (possibly empty: the pages then show a note).
 REPORT_TABLES.update(STATS_REPORT_TABLES)
 # Tables that are empty when a profile did not run (the pages show a note instead).
-OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures")
+OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_scaling", "report_failures")
 
 PATCH_MARKER = "pvbench-offline-parquet"
 DEFAULT_TITLE = "pvbench report"
