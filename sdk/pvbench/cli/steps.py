@@ -130,8 +130,11 @@ def validate(
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
             jobs = max_jobs(plan.test)
             if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
+                # a multi-client test's clients write into one volume until each pod has its own
+                jobs_text = f"{jobs} job(s)" if plan.test.clients == 1 else f"{jobs // plan.test.clients} job(s)"
+                jobs_text += f" × {plan.test.clients} client(s)" if plan.test.clients > 1 else ""
                 fail(
-                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
+                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs_text} does not fit in a "
                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
                 )
             deadline = max(deadline, plan.deadline_s(volume_wait))
