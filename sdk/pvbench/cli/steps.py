@@ -250,6 +250,13 @@ def fio_step(
             f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
             f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs"
         )
+    if doc.clients is not None:
+        c = doc.clients
+        console.print(
+            f"  {c.count} clients released together: start skew {c.start_skew_s or 0:.3f} s, all measuring "
+            f"{c.overlap_s or 0:.1f} s at once; "
+            + ", ".join(f"{m.direction} straggler ratio {m.straggler_ratio or 0:.2f}" for m in doc.metrics)
+        )
     if store_obj is not None:
         outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))
         if not outcome.stored:
