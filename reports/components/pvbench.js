@@ -699,3 +699,28 @@ export function verdictBanners(rows) {
 			confidence: `${Math.round(100 * Number(p.confidence ?? 0.95))}% CIs, Holm at α = ${p.alpha}, smallest meaningful change ${pct(p.min_change)}` + (withheld.length && withheld.length < mine.length ? `; ${withheld.length} withheld` : '') };
 	});
 }
+
+/** Multi-client scaling (report_scaling): one panel per workload family and direction. */
+export function scalingPanels(rows) {
+	const out = [];
+	for (const r of asRows(rows)) {
+		const key = `${r.wl_group}|${r.direction}`;
+		if (!out.some((p) => p.key === key)) {
+			out.push({ key, group: r.wl_group, direction: r.direction, title: `${r.wl_group} — ${r.direction}` });
+		}
+	}
+	return out;
+}
+
+/** The rows of one scaling panel, every class's points in client order, with the CI as text. */
+export function scalingRows(rows, group, direction) {
+	return asRows(rows)
+		.filter((r) => r.wl_group === group && r.direction === direction)
+		.map((r) => ({
+			...r,
+			clients_label: `${r.clients}`,
+			ci95: interval(r.ci95_low, r.ci95_high, r.iops),
+			iops_s: sig(r.iops)
+		}))
+		.sort((a, b) => a.clients - b.clients || String(a.storage_class).localeCompare(String(b.storage_class)));
+}

@@ -172,6 +172,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
                 {"name": "occasions", "path": "/occasions/", "minCharts": 44},
                 {"name": "methodology", "path": "/methodology/"},
                 {"name": "lifecycle-empty", "path": "/lifecycle/"},
+                {"name": "scaling-empty", "path": "/scaling/"},
             ],
         )
         yield Site("thesis", site, url, result)
@@ -300,12 +301,12 @@ def test_stage_data_checks_the_contract(tmp_path):
     data.mkdir()
     con = duckdb.connect()
     for table, schema in report_tables().items():
-        if table in ("report_fsync", "report_sweep"):
+        if table in ("report_fsync", "report_sweep", "report_scaling", "report_lifecycle"):
             continue  # optional: a profile that did not run
         cols = ", ".join(f'NULL::{t} AS "{c}"' for c, t in schema.items())
         con.execute(f"COPY (SELECT {cols}) TO '{data / (table + '.parquet')}' (FORMAT parquet)")
     counts = stage_data(data, tmp_path / "staged")
-    assert counts["report_fsync"] == 0 and counts["report_sweep"] == 0
+    assert counts["report_fsync"] == 0 and counts["report_sweep"] == 0 and counts["report_scaling"] == 0
     assert (tmp_path / "staged" / "report_sweep.parquet").is_file()
     # a column missing from the contract is named in the error
     con.execute(f"COPY (SELECT 'c' AS campaign) TO '{data / 'report_overview.parquet'}' (FORMAT parquet)")
@@ -379,6 +380,8 @@ def test_profiles_that_did_not_run_show_a_note(thesis_site):
     assert "No block size / queue depth sweep" in sweep["text"] and not sweep["charts"]
     lifecycle = thesis_site.page("lifecycle-empty")  # imported results: no Kubernetes cells
     assert "No lifecycle timings in this data set" in lifecycle["text"] and not lifecycle["charts"]
+    scaling = thesis_site.page("scaling-empty")  # no multi-client cells
+    assert "No multi-client cells in this data set" in scaling["text"] and not scaling["charts"]
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@
 --               cell, whatever its test, so its rows pool every test of the class under the workload
 --               'volume-lifecycle' (direction 'volume'), summarised and compared like any workload,
 --               with pod_start_s (pod created -> benchmark container started) as its headline.
+-- Multi-client cells add straggler_ratio (a fio-source metric: slowest client's IOPS / mean client IOPS).
 with fio as (
     unpivot result_rows
     on columns(c -> list_contains(getvariable('metrics_fio'), c))

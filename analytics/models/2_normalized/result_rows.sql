@@ -3,7 +3,7 @@
 -- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
     select
-        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, unnest(r.metrics) as m,
+        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, r.clients as cl, unnest(r.metrics) as m,
         r.source_key, r.cell_key
     from raw_results r
 )
@@ -31,7 +31,11 @@ select
     wl.ramp_s                            as ramp_s,
     wl.runtime_s                         as runtime_s,
     wl.size_bytes                        as size_bytes,
-    m.*,  -- direction and every field of DirectionMetrics (1_raw/raw_results.sql types them)
+    coalesce(wl.clients, 1)              as clients,
+    m.*,  -- direction and every field of DirectionMetrics (1_raw/raw_results.sql types them);
+          -- for multi-client cells (pvbench.fio.merge) the clients' totals and straggler_ratio
+    cl.start_skew_s                      as client_start_skew_s,
+    cl.overlap_share                     as client_overlap_share,
     pv.source                          as source,
     pv.node                            as node,
     pv.host                            as host,

@@ -31,8 +31,9 @@ CELL_OVERHEAD_S = 60
 
 
 def max_jobs(test: FioTest) -> int:
-    """Most fio jobs (each with its own file) the test may run: the load search tries up to 32."""
-    return max(test.numjobs, 32 if test.load_target else 1)
+    """Most fio jobs (each with its own file) the test may run: the load search tries up to 32;
+    a multi-client test runs its jobs once per client."""
+    return max(test.numjobs, 32 if test.load_target else 1) * test.clients
 
 
 def probe_timing(timing: Timing) -> Timing:
@@ -128,6 +129,10 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
 
 def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
     """Run fio for one planned cell. Returns the result document and fio's raw JSON text."""
+    if plan.test.clients > 1:  # N fio clients behind a barrier, merged into one result
+        from pvbench.cells.clients import run_clients_cell
+
+        return run_clients_cell(plan, labels)
     test, timing, cell = plan.test, plan.timing, plan.cell
     notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
     overrides: dict[str, dict[str, str]] = {}

@@ -46,9 +46,19 @@ def profiles_show(
     if fio:
         sys.stdout.write(render_jobfile(p, p.tests, timing, target))
         return
-    table = Table("test", "title", "rw", "bs", "iodepth", "numjobs", "mix", "fsync", title=p.description)
+    columns = ["test", "title", "rw", "bs", "iodepth", "numjobs", "mix", "fsync"]
+    multi = any(t.clients > 1 for t in p.tests)  # a column only for profiles with multi-client tests
+    table = Table(*columns, *(["clients"] if multi else []), title=p.description)
     for t in p.tests:
         table.add_row(
-            t.name, t.title, t.rw, t.bs, str(t.iodepth), str(t.numjobs), str(t.rwmixread or ""), str(t.fsync or "")
+            t.name,
+            t.title,
+            t.rw,
+            t.bs,
+            str(t.iodepth),
+            str(t.numjobs),
+            str(t.rwmixread or ""),
+            str(t.fsync or ""),
+            *([str(t.clients)] if multi else []),
         )
     Console().print(table)

@@ -130,8 +130,11 @@ def validate(
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
             jobs = max_jobs(plan.test)
             if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
+                # a multi-client test's clients write into one volume until each pod has its own
+                jobs_text = f"{jobs} job(s)" if plan.test.clients == 1 else f"{jobs // plan.test.clients} job(s)"
+                jobs_text += f" × {plan.test.clients} client(s)" if plan.test.clients > 1 else ""
                 fail(
-                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s) does not fit in a "
+                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs_text} does not fit in a "
                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
                 )
             deadline = max(deadline, plan.deadline_s(volume_wait))
@@ -246,6 +249,13 @@ def fio_step(
         console.print(
             f"  {m.direction}: {m.iops:,.0f} IOPS, {m.bw_mib_s:,.1f} MiB/s, "
             f"lat mean {m.lat_mean_us or 0:,.1f} µs, p99 {m.lat_p99_us or 0:,.1f} µs"
+        )
+    if doc.clients is not None:
+        c = doc.clients
+        console.print(
+            f"  {c.count} clients released together: start skew {c.start_skew_s or 0:.3f} s, all measuring "
+            f"{c.overlap_s or 0:.1f} s at once; "
+            + ", ".join(f"{m.direction} straggler ratio {m.straggler_ratio or 0:.2f}" for m in doc.metrics)
         )
     if store_obj is not None:
         outcome = publish(doc, raw, store_obj, spool or (out if out else Path("/tmp/pvbench-spool")))

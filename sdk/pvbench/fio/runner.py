@@ -162,11 +162,17 @@ def run_fio(jobfile: str, timeout_s: float, fio: str = "fio") -> FioRun:
             raise
         raw = out_path.read_text() if out_path.exists() else ""
         stderr = err_path.read_text(errors="replace").strip()
-    if proc.returncode < 0:
-        name = signal.Signals(-proc.returncode).name
+    return fio_result(proc.returncode, raw, stderr, jobfile)
+
+
+def fio_result(returncode: int, raw: str, stderr: str, jobfile: str) -> FioRun:
+    """A finished fio's exit code, output file and messages as a FioRun, or the FioError saying why not
+    (shared by ``run_fio`` and the multi-client runner, pvbench.fio.clients)."""
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
         raise FioError(f"fio was killed by {name} before finishing; no result for this cell")
-    if proc.returncode != 0:
-        detail = stderr.splitlines()[-3:] if stderr else [f"exit code {proc.returncode}"]
+    if returncode != 0:
+        detail = stderr.splitlines()[-3:] if stderr else [f"exit code {returncode}"]
         raise FioError("fio failed: " + " | ".join(detail))
     # fio may print warnings before the JSON document in the output file.
     start = raw.find("{")

@@ -69,6 +69,25 @@ def check_target(target: Path, size_bytes: int, numjobs: int) -> None:
         )
 
 
+# Local mode's multi-client cells give client N the subdirectory ``pvbench-client-N`` of the target
+# (the local stand-in for "its own volume"); cleanup empties and removes exactly these, too.
+CLIENT_DIR_PREFIX = "pvbench-client-"
+_CLIENT_DIR = re.compile("^" + re.escape(CLIENT_DIR_PREFIX) + r"\d+$")
+
+
+def client_dir(target: Path, client: int) -> Path:
+    return target / f"{CLIENT_DIR_PREFIX}{client}"
+
+
+def client_dirs(target: Path) -> list[Path]:
+    """The clients' subdirectories pvbench made in ``target`` (real directories, not symlinks)."""
+    try:
+        entries = list(target.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if _CLIENT_DIR.match(p.name) and p.is_dir() and not p.is_symlink()]
+
+
 def fio_files(target: Path) -> list[Path]:
     """fio's work files that pvbench made in ``target`` (exact names, regular files only)."""
     try:
@@ -80,13 +99,20 @@ def fio_files(target: Path) -> list[Path]:
 
 def existing_fio_bytes(target: Path) -> int:
     """pvbench's own leftover fio files count as free: fio reuses (overwrites) them."""
-    return sum(p.stat().st_size for p in fio_files(target))
+    files = fio_files(target) + [f for d in client_dirs(target) for f in fio_files(d)]
+    return sum(p.stat().st_size for p in files)
 
 
 def remove_fio_files(target: Path) -> None:
-    """Remove fio's work files, and only them (never a user's own file in the target)."""
-    for path in fio_files(target):
+    """Remove fio's work files, and only them (never a user's own file in the target); the same in
+    the clients' subdirectories, which are then removed if nothing else is in them."""
+    for path in fio_files(target) + [f for d in client_dirs(target) for f in fio_files(d)]:
         try:
             path.unlink()
         except OSError:
             pass
+    for directory in client_dirs(target):
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty: something of the user's is in it

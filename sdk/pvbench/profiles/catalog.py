@@ -5,6 +5,7 @@ The numbers are those of the published studies (see ../../../README.md, "Profile
 - ``vshn``:   VSHN's kubestr/fio runs: 4k IOPS and 128k bandwidth, writes with fsync none/1/32/128.
 - ``sweep``:  the NVMe/TCP vendor evaluation: 4 groups × bs 4k/8k/64k/128k × QD1, QD32,
               QD1×32 jobs and the depth/jobs reaching 80% of the QD32 maximum.
+- ``scaling``: 1, 2, 4 and 8 clients at once (4k random read / write IOPS): where the total stops growing.
 """
 
 from __future__ import annotations
@@ -119,7 +120,38 @@ SWEEP = Profile(
     tests=_sweep_tests(),
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP)}
+# The client counts of the scaling profile: where does the backend's total stop growing?
+SCALING_CLIENTS = (1, 2, 4, 8)
+SCALING_GROUPS = (("randread", "Random read 4k IOPS", "randread"), ("randwrite", "Random write 4k IOPS", "randwrite"))
+
+
+def _scaling_tests() -> tuple[FioTest, ...]:
+    return tuple(
+        FioTest(
+            name=f"{group}-iops-x{n}",
+            title=f"{title}, {n} client{'s' if n > 1 else ''}",
+            rw=rw,
+            bs="4k",
+            iodepth=16,
+            clients=n,
+            group=group,
+            load=f"x{n}",
+        )
+        for group, title, rw in SCALING_GROUPS
+        for n in SCALING_CLIENTS
+    )
+
+
+SCALING = Profile(
+    name="scaling",
+    description="Multi-client scaling: 1, 2, 4 and 8 fio clients at once (4k random read and write IOPS, QD16 "
+    "each), released together behind a barrier; the total shows where the backend stops growing",
+    source="Longhorn PR #7616's 1 → 3 → 6 pods; kubestr #67/#90, PerfKitBenchmarker #875 (issue 14)",
+    timing=Timing(ramp_s=5, runtime_s=30, size="1G"),
+    tests=_scaling_tests(),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP, SCALING)}
 # What a run measures when it names no profile (the Argo template's default, `pvbench expand`'s).
 DEFAULT_PROFILE_NAME = DBENCH.name
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pvbench.results.metrics import METRICS
 
 RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim"]
 
 _SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+# The most fio clients one multi-client cell may run at once (local processes, or pods).
+MAX_CLIENTS = 64
+
 _TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
 
 
@@ -76,6 +79,18 @@ class FioTest(BaseModel):
     # The figure a report shows first for this test (the thesis's tables use one per test).
     # Any metric of the catalog (pvbench.results.metrics).
     headline: str | None = None
+    # Multi-client cells: this many fio clients (each its own directory or volume) released together
+    # behind a barrier; the cell's result is their total (pvbench.fio.clients, pvbench.fio.merge).
+    clients: int = Field(default=1, ge=1, le=MAX_CLIENTS)
+
+    @model_validator(mode="after")
+    def _clients_alone(self) -> "FioTest":
+        if self.clients > 1 and self.load_target:
+            raise ProfileError(
+                f"test {self.name}: clients={self.clients} and load_target cannot be combined "
+                "(the 80%-of-max search measures one client)"
+            )
+        return self
 
     @property
     def headline_metric(self) -> str:

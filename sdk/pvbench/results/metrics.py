@@ -53,6 +53,8 @@ METRIC_LIST: tuple[Metric, ...] = (
     Metric("lat_p90_us", "µs", "lower", "fio", f"90th percentile {_LATENCY}"),
     Metric("lat_p99_us", "µs", "lower", "fio", f"99th percentile {_LATENCY}"),
     Metric("lat_p999_us", "µs", "lower", "fio", f"99.9th percentile {_LATENCY}"),
+    # multi-client cells (pvbench.fio.merge): how evenly the clients were served
+    Metric("straggler_ratio", "ratio", "higher", "fio", "slowest client's IOPS / mean client IOPS (1 = all equal)"),
     # a Kubernetes cell's volume lifecycle (pvbench.kube.lifecycle), whole seconds as recorded
     Metric("volume_bind_s", "s", "lower", "lifecycle", "claim created to its volume bound"),
     Metric("pod_schedule_s", "s", "lower", "lifecycle", "pod created to scheduled (provisioning inside)"),

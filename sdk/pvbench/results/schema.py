@@ -90,6 +90,7 @@ class WorkloadSpec(_Strict):
     headline_metric: str | None = Field(
         default=None, description="The metric a report shows first: iops, bw_mib_s or lat_mean_us"
     )
+    clients: int | None = Field(default=None, ge=1, description="fio clients run at once (multi-client cells)")
 
 
 class DirectionMetrics(_Strict):
@@ -110,6 +111,10 @@ class DirectionMetrics(_Strict):
     lat_p999_us: Measure | None = None
     lat_kind: Literal["lat", "clat"] | None = Field(
         default=None, description="Which fio latency the percentiles are of: total (lat) or completion (clat)"
+    )
+    straggler_ratio: Measure | None = Field(
+        default=None,
+        description="Multi-client totals: the slowest client's IOPS / the mean client IOPS (1 = all equal)",
     )
 
 
@@ -178,6 +183,41 @@ LIFECYCLE_WORKLOAD = "volume-lifecycle"
 LIFECYCLE_METRICS = tuple(metrics_from("lifecycle"))  # VolumeLifecycle's durations, by the catalog's names
 
 
+class ClientResult(_Strict):
+    """One client of a multi-client cell: its own fio run, as if it were a cell of its own."""
+
+    client: int = Field(ge=1, description="Client number, from 1")
+    target_path: str | None = Field(default=None, description="Its own directory (local) or volume mount (pod)")
+    node: str | None = None
+    ready_at: datetime | None = Field(default=None, description="Its fio laid out its files and waited at the barrier")
+    released_at: datetime | None = Field(default=None, description="Its fio left the barrier (its ramp began)")
+    ended_at: datetime | None = Field(default=None, description="fio's own end time (timestamp_ms)")
+    measured_from: datetime | None = Field(default=None, description="ended_at minus its longest measured runtime")
+    cpu_seconds: Measure | None = None
+    metrics: list[DirectionMetrics]
+
+
+class ClientsSection(_Strict):
+    """A multi-client cell: N fio clients released together behind a barrier (pvbench.fio.clients).
+
+    The cell's ``metrics`` are the totals (pvbench.fio.merge): IOPS, MiB/s and bytes summed over
+    the clients, latency percentiles recomputed from their merged json+ histograms (never averaged).
+    """
+
+    count: int = Field(ge=1, description="How many clients ran")
+    start_skew_s: Seconds | None = Field(
+        default=None, description="Last client's release from the barrier minus the first's (every fio job of each)"
+    )
+    overlap_s: Seconds | None = Field(
+        default=None, description="Seconds all clients measured at once: latest measured_from to earliest ended_at"
+    )
+    overlap_share: Measure | None = Field(
+        default=None, le=1, description="overlap_s / the measured runtime (1 = all measured the same seconds)"
+    )
+    barrier: str = Field(default="file", description="How the clients were released: file (local), or a pod barrier")
+    per_client: list[ClientResult]
+
+
 class ResultDocument(_Strict):
     schema_version: Literal["pvbench.result/v1"] = SCHEMA_VERSION
     identity: CellIdentity
@@ -186,6 +226,9 @@ class ResultDocument(_Strict):
     metrics: list[DirectionMetrics]
     lifecycle: VolumeLifecycle | None = Field(
         default=None, description="Kubernetes cells: how long the volume and pod took to become usable"
+    )
+    clients: ClientsSection | None = Field(
+        default=None, description="Multi-client cells: each client's own result, the start skew and the overlap"
     )
 
     def to_json(self) -> bytes:
