@@ -18,7 +18,8 @@ from read_json(
         identity: 'STRUCT(campaign VARCHAR, run VARCHAR, occasion VARCHAR, storage_class VARCHAR, profile VARCHAR, workload VARCHAR, rep INTEGER, "order" INTEGER, labels MAP(VARCHAR, VARCHAR))',
         workload: 'STRUCT(rw VARCHAR, bs VARCHAR, bs_bytes BIGINT, iodepth INTEGER, numjobs INTEGER, rwmixread INTEGER, fsync INTEGER, ramp_s DOUBLE, runtime_s DOUBLE, size_bytes BIGINT, "group" VARCHAR, "load" VARCHAR, title VARCHAR, headline_metric VARCHAR)',
         provenance: 'STRUCT(source VARCHAR, pvbench_version VARCHAR, fio_version VARCHAR, kernel VARCHAR, host VARCHAR, node VARCHAR, target_path VARCHAR, filesystem VARCHAR, provisioner VARCHAR, kubernetes_version VARCHAR, fio_options MAP(VARCHAR, VARCHAR), started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, cpu_seconds DOUBLE, notes MAP(VARCHAR, VARCHAR))',
-        metrics: 'STRUCT(direction VARCHAR, iops DOUBLE, bw_mib_s DOUBLE, io_bytes BIGINT, runtime_ms BIGINT, lat_mean_us DOUBLE, lat_p50_us DOUBLE, lat_p90_us DOUBLE, lat_p99_us DOUBLE, lat_p999_us DOUBLE, lat_kind VARCHAR)[]'
+        metrics: 'STRUCT(direction VARCHAR, iops DOUBLE, bw_mib_s DOUBLE, io_bytes BIGINT, runtime_ms BIGINT, lat_mean_us DOUBLE, lat_p50_us DOUBLE, lat_p90_us DOUBLE, lat_p99_us DOUBLE, lat_p999_us DOUBLE, lat_kind VARCHAR)[]',
+        latency_slo: 'STRUCT(direction VARCHAR, latency VARCHAR, percentile DOUBLE, target_us DOUBLE, met BOOLEAN, iops DOUBLE, latency_us DOUBLE, rate_iops DOUBLE, bound VARCHAR, probes STRUCT(phase VARCHAR, rate_iops DOUBLE, iops DOUBLE, latency_us DOUBLE, met BOOLEAN, runtime_s DOUBLE)[])'
     }
 )
 where schema_version = 'pvbench.result/v1'

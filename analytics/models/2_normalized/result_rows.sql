@@ -2,7 +2,8 @@
 -- The compact form of a run (compact/…/run=<r>/result_rows.parquet): made once per run from its
 -- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
-    select r.identity as id, r.workload as wl, r.provenance as pv, unnest(r.metrics) as m, r.source_key, r.cell_key
+    select r.identity as id, r.workload as wl, r.provenance as pv, unnest(r.metrics) as m, r.source_key, r.cell_key,
+           r.latency_slo as slo
     from raw_results r
 )
 select
@@ -39,6 +40,13 @@ select
     m.lat_p999_us                              as lat_p999_us,
     m.lat_kind                                 as lat_kind,
     m.io_bytes                                 as io_bytes,
+    -- latency-bounded IOPS (latency-slo profile), on the direction the search timed; slo_iops is
+    -- null when the target was not met (slo_met false) and outside that profile
+    case when slo.direction = m.direction then slo.iops end as slo_iops,
+    case when slo.direction = m.direction then slo.met end as slo_met,
+    case when slo.direction = m.direction then slo.percentile end as slo_percentile,
+    case when slo.direction = m.direction then slo.target_us end as slo_target_us,
+    case when slo.direction = m.direction then slo.latency end as slo_latency,
     m.runtime_ms                               as runtime_ms,
     pv.source                          as source,
     pv.node                            as node,

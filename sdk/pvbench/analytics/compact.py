@@ -131,14 +131,29 @@ def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts:
         con.execute(f"INSERT INTO compact_documents SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet(?)", [paths])
 
 
+# Columns of result_rows added after compacts were first written: a compact without one of them
+# was made by an older pvbench and is rebuilt from its documents (the campaign's models read them).
+LATER_ROW_COLUMNS = ("slo_iops", "slo_met", "slo_percentile", "slo_target_us", "slo_latency")
+
+
 def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:
-    """Does the compact's documents table list exactly the run's result.json objects as they are now?"""
+    """Does the compact's documents table list exactly the run's result.json objects as they are now
+    (and are its rows of this pvbench's columns)?"""
     try:
         rows = con.execute(
             "SELECT source_key, size, version FROM read_parquet(?)", [store.duckdb_path(compact.documents_key)]
         ).fetchall()
+        columns = {
+            name
+            for (name,) in con.execute(
+                "SELECT name FROM parquet_schema(?)", [store.duckdb_path(compact.rows_key)]
+            ).fetchall()
+        }
     except duckdb.Error as exc:  # unreadable (half-written by a killed run): rebuild it
         log.warning("compact %s is unreadable (%s); rebuilding it", compact.prefix, exc)
+        return False
+    if not set(LATER_ROW_COLUMNS) <= columns:
+        log.info("compact %s predates columns %s; rebuilding it", compact.prefix, ", ".join(LATER_ROW_COLUMNS))
         return False
     return {(k, int(s), v) for k, s, v in rows} == listing.fingerprint()
 
