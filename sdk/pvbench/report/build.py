@@ -160,6 +160,36 @@ REPORT_TABLES: dict[str, dict[str, str]] = {
         "run_started_at": "TIMESTAMPTZ",
     },
 }
+# Latency-bounded IOPS per class and test (latency-slo profile); empty when it did not run.
+REPORT_TABLES["report_latency_slo"] = {
+    "campaign": "VARCHAR",
+    "storage_class": "VARCHAR",
+    "profile": "VARCHAR",
+    "workload": "VARCHAR",
+    "workload_title": "VARCHAR",
+    "direction": "VARCHAR",
+    "percentile": "DOUBLE",
+    "target_us": "DOUBLE",
+    "latency": "VARCHAR",
+    "objective": "VARCHAR",
+    "metric": "VARCHAR",
+    "unit": "VARCHAR",
+    "better": "VARCHAR",
+    "n_cells": "BIGINT",
+    "n_met": "BIGINT",
+    "met_always": "BOOLEAN",
+    "n": "BIGINT",
+    "mean": "DOUBLE",
+    "sd": "DOUBLE",
+    "median": "DOUBLE",
+    "min": "DOUBLE",
+    "max": "DOUBLE",
+    "ci95_low": "DOUBLE",
+    "ci95_high": "DOUBLE",
+    "ci_basis": "VARCHAR",
+    "n_occasions": "BIGINT",
+    "rank": "BIGINT",
+}
 # What failed in each run (Argo's exit handler); empty when nothing failed or outside Argo.
 REPORT_TABLES["report_failures"] = {
     "run": "VARCHAR",
@@ -178,7 +208,7 @@ REPORT_TABLES["report_failures"] = {
 # by `pvbench aggregate` (possibly empty: the pages then show a note).
 REPORT_TABLES.update(STATS_REPORT_TABLES)
 # Tables that are empty when a profile did not run (the pages show a note instead).
-OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures")
+OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures", "report_latency_slo")
 
 PATCH_MARKER = "pvbench-offline-parquet"
 DEFAULT_TITLE = "pvbench report"
