@@ -75,7 +75,7 @@ def fio_path(path: str | Path) -> str:
 
 
 def load_profile(spec: str) -> Profile:
-    """A named profile (dbench, vshn, sweep) or ``file:PATH`` for a user's fio job file."""
+    """A named profile (dbench, vshn, sweep, latency-slo) or ``file:PATH`` for a user's fio job file."""
     if spec.startswith(CUSTOM_PREFIX):
         return profile_from_jobfile(Path(spec[len(CUSTOM_PREFIX) :]))
     try:
