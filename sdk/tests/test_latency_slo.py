@@ -253,7 +253,7 @@ def test_local_mode_aggregates_one_number_per_class(tmp_path):
     assert set(by) == {(c, w) for c in ("alpha", "beta") for w in ("loose", "tight")}
     for sc in ("alpha", "beta"):
         _, _, objective, n_cells, n_met, n, mean, low, high, basis, unit = by[(sc, "loose")]
-        assert objective == "p99 ≤ 10000 ms" and (n_cells, n_met, n) == (2, 2, 2) and unit == "IOPS"
+        assert objective == "p99 ≤ 10 s" and (n_cells, n_met, n) == (2, 2, 2) and unit == "IOPS"
         assert mean > 0 and low <= mean <= high and basis == "2 occasions"
         _, _, objective, n_cells, n_met, n, mean, *_ = by[(sc, "tight")]
         assert objective == "p99.9 ≤ 1 µs" and (n_cells, n_met) == (2, 0) and n is None and mean is None

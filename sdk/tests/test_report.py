@@ -142,6 +142,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
                 {"name": "boxplots", "path": "/boxplots/", "minCharts": 10},
                 {"name": "fsync-empty", "path": "/fsync/"},
                 {"name": "sweep-empty", "path": "/sweep/"},
+                {"name": "latency-slo-empty", "path": "/latency-slo/"},
                 {"name": "storage-classes", "path": "/storage-classes/"},
                 {"name": "class-azure", "path": "/storage-classes/Azure%20Disk%20Storage/", "minCharts": 10},
                 {"name": "class-portworx", "path": "/storage-classes/Portworx/", "minCharts": 10},

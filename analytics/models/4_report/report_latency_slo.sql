@@ -20,14 +20,17 @@ select
     c.campaign, c.storage_class, c.profile, c.workload, c.workload_title, c.direction,
     c.percentile, c.target_us, c.latency,
     'p' || format('{:g}', c.percentile) || case when c.latency = 'sync' then ' fsync' else '' end || ' ≤ '
-        || case when c.target_us >= 1000 then format('{:g}', c.target_us / 1000) || ' ms'
+        || case when c.target_us >= 1000000 then format('{:g}', c.target_us / 1000000) || ' s'
+                when c.target_us >= 1000 then format('{:g}', c.target_us / 1000) || ' ms'
                 else format('{:g}', c.target_us) || ' µs' end as objective,
     'slo_iops' as metric, 'IOPS' as unit, 'higher' as better,
     c.n_cells, c.n_met,
     c.n_met = c.n_cells as met_always,
+    format('{} of {}', c.n_met, c.n_cells) as met_text,
     s.n, s.mean, s.sd, s.median, s.min, s.max, s.ci95_low, s.ci95_high, s.ci_basis,
     coalesce(s.n_occasions, 0) as n_occasions,
-    rank() over (partition by c.campaign, c.profile, c.workload order by s.mean desc nulls last) as rank
+    case when s.mean is not null
+         then rank() over (partition by c.campaign, c.profile, c.workload order by s.mean desc nulls last) end as rank
 from cells c
 left join summary s
     on s.metric = 'slo_iops'

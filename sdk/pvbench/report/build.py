@@ -178,6 +178,7 @@ REPORT_TABLES["report_latency_slo"] = {
     "n_cells": "BIGINT",
     "n_met": "BIGINT",
     "met_always": "BOOLEAN",
+    "met_text": "VARCHAR",
     "n": "BIGINT",
     "mean": "DOUBLE",
     "sd": "DOUBLE",
