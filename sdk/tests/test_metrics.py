@@ -8,7 +8,7 @@ from stats_helpers import doc, write
 
 from pvbench.pipeline import build_tables
 from pvbench.results.metrics import METRIC_LIST, METRICS, SOURCES
-from pvbench.results.schema import DirectionMetrics, ResultDocument, VolumeLifecycle
+from pvbench.results.schema import DirectionMetrics, LatencySloResult, ResultDocument, VolumeLifecycle
 from pvbench.store import open_store
 
 
@@ -22,8 +22,17 @@ def _lifecycle(document: ResultDocument, name: str, value: float) -> ResultDocum
     return document.model_copy(update={"lifecycle": lifecycle.model_copy(update={name: value})})
 
 
+def _latency_slo(document: ResultDocument, name: str, value: float) -> ResultDocument:
+    assert name == "slo_iops"  # the search's answer, on the direction it timed
+    [m] = document.metrics
+    slo = LatencySloResult(
+        direction=m.direction, latency="io", percentile=99, target_us=1000, met=True, iops=value, bound="latency"
+    )
+    return document.model_copy(update={"latency_slo": slo})
+
+
 # How a test document gets a value of each source's metrics (a new source adds its filler here).
-FILL = {"fio": _fio, "lifecycle": _lifecycle}
+FILL = {"fio": _fio, "latency_slo": _latency_slo, "lifecycle": _lifecycle}
 
 
 def test_every_source_can_be_filled():

@@ -4,6 +4,8 @@
 -- later layer. Each source of the catalog is read by its own branch:
 --   fio       — the catalog's fio metrics are columns of result_rows (one value per result and
 --               direction); getvariable('metrics_fio') lists them.
+--   latency_slo — slo_iops (the latency-slo profile's answer), a column of result_rows on the
+--               direction its search timed: read like the fio metrics.
 --   lifecycle — a Kubernetes cell's volume lifecycle (how long its fresh volume took to become
 --               usable), columns of result_rows repeated on each direction's row: counted once per
 --               cell, whatever its test, so its rows pool every test of the class under the workload
@@ -12,7 +14,7 @@
 -- Multi-client cells add straggler_ratio (a fio-source metric: slowest client's IOPS / mean client IOPS).
 with fio as (
     unpivot result_rows
-    on columns(c -> list_contains(getvariable('metrics_fio'), c))
+    on columns(c -> list_contains(list_concat(getvariable('metrics_fio'), getvariable('metrics_latency_slo')), c))
     into name metric value value
 ),
 lifecycle as (
@@ -36,7 +38,7 @@ select
     started_at, node, fio.source
 from fio
 join metric_catalog c using (metric)
-where value is not null and c.source = 'fio'
+where value is not null and c.source in ('fio', 'latency_slo')
 union all by name
 select
     campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,

@@ -3,8 +3,8 @@
 -- documents; every campaign-level model reads the union of the runs' compacts through this table.
 with unnested as (
     select
-        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, r.clients as cl, unnest(r.metrics) as m,
-        r.source_key, r.cell_key
+        r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, r.clients as cl,
+        r.latency_slo as slo, unnest(r.metrics) as m, r.source_key, r.cell_key
     from raw_results r
 )
 select
@@ -36,6 +36,13 @@ select
           -- for multi-client cells (pvbench.fio.merge) the clients' totals and straggler_ratio
     cl.start_skew_s                      as client_start_skew_s,
     cl.overlap_share                     as client_overlap_share,
+    -- latency-bounded IOPS (latency-slo profile), on the direction the search timed; slo_iops is
+    -- null when the target was not met (slo_met false) and outside that profile
+    case when slo.direction = m.direction then slo.iops end as slo_iops,
+    case when slo.direction = m.direction then slo.met end as slo_met,
+    case when slo.direction = m.direction then slo.percentile end as slo_percentile,
+    case when slo.direction = m.direction then slo.target_us end as slo_target_us,
+    case when slo.direction = m.direction then slo.latency end as slo_latency,
     pv.source                          as source,
     pv.node                            as node,
     pv.host                            as host,

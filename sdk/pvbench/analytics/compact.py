@@ -47,7 +47,7 @@ COMPACT_TABLE = "result_rows"
 # The compact's format: bumped when result_rows gains or changes columns (2: the volume lifecycle; 3: multi-client
 # clients, straggler_ratio). Written into documents.parquet's metadata; a compact of another format is rebuilt
 # from its run's documents, like one whose listing changed.
-COMPACT_FORMAT = "3"
+COMPACT_FORMAT = "4"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).

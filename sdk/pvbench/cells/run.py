@@ -15,11 +15,14 @@ from pathlib import Path
 
 from pvbench import __version__
 from pvbench.cells.cell import Cell
+from pvbench.cells.slo import describe as describe_slo
+from pvbench.cells.slo import rate_options, slo_fio_seconds, slo_probe_timing
+from pvbench.cells.slo import search as search_slo
 from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
 from pvbench.fio.target import check_target, filesystem_of
 from pvbench.profiles import FioTest, Profile, Timing, load_profile, render_jobfile, resolve_timing
-from pvbench.results.schema import Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, WorkloadSpec
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
@@ -65,7 +68,10 @@ class CellPlan:
 
     @property
     def fio_seconds(self) -> float:
-        """fio's own time for this cell: ramp + runtime, plus every probe of a load search."""
+        """fio's own time for this cell: ramp + runtime, plus every probe of a load search
+        (a latency search: every probe and both full-length runs it may make)."""
+        if self.test.slo:
+            return slo_fio_seconds(self.timing)
         seconds = self.timing.ramp_s + self.timing.runtime_s
         if self.test.load_target:
             probe = probe_timing(self.timing)
@@ -127,6 +133,27 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
     return {"iodepth": str(chosen[0]), "numjobs": str(chosen[1])}, note
 
 
+def _search_slo(plan: CellPlan) -> tuple[LatencySloResult, FioRun]:
+    """Latency-bounded IOPS (cells/slo.py): short rate-limited probes, then full-length runs; the
+    last full-length run is the cell's measurement."""
+    test = plan.test
+    runs: list[FioRun] = []
+
+    def run(rate: float | None, full: bool) -> tuple[dict, str]:
+        timing = plan.timing if full else slo_probe_timing(plan.timing)
+        options = {test.name: rate_options(test, rate)}
+        fio = run_fio(render_jobfile(plan.profile, [test], timing, plan.target, overrides=options), plan.fio_timeout_s)
+        errors = job_errors(fio.output)
+        if errors:
+            raise FioError("fio reported failed jobs: " + "; ".join(errors))
+        if full:
+            runs.append(fio)
+        return fio.output, fio.raw_text
+
+    result, _ = search_slo(test, plan.timing, run)
+    return result, runs[-1]
+
+
 def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
     """Run fio for one planned cell. Returns the result document and fio's raw JSON text."""
     if plan.test.clients > 1:  # N fio clients behind a barrier, merged into one result
@@ -136,12 +163,17 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
     test, timing, cell = plan.test, plan.timing, plan.cell
     notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
     overrides: dict[str, dict[str, str]] = {}
+    slo: LatencySloResult | None = None
     started = datetime.now(timezone.utc)
-    if test.load_target:
-        chosen, notes["load_search"] = _find_load(plan)
-        overrides[test.name] = chosen
-    jobfile = render_jobfile(plan.profile, [test], timing, plan.target, overrides=overrides)
-    run = run_fio(jobfile, plan.fio_timeout_s)
+    if test.slo:
+        slo, run = _search_slo(plan)
+        notes["latency_slo"] = describe_slo(slo)
+    else:
+        if test.load_target:
+            chosen, notes["load_search"] = _find_load(plan)
+            overrides[test.name] = chosen
+        jobfile = render_jobfile(plan.profile, [test], timing, plan.target, overrides=overrides)
+        run = run_fio(jobfile, plan.fio_timeout_s)
     ended = datetime.now(timezone.utc)
     errors = job_errors(run.output)
     if errors:
@@ -184,5 +216,5 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         cpu_seconds=cpu_seconds(run.output),
         notes=notes,
     )
-    doc = ResultDocument(identity=identity, workload=workload, provenance=provenance, metrics=metrics)
+    doc = ResultDocument(identity=identity, workload=workload, provenance=provenance, metrics=metrics, latency_slo=slo)
     return doc, run.raw_text

@@ -6,11 +6,14 @@ The numbers are those of the published studies (see ../../../README.md, "Profile
 - ``sweep``:  the NVMe/TCP vendor evaluation: 4 groups × bs 4k/8k/64k/128k × QD1, QD32,
               QD1×32 jobs and the depth/jobs reaching 80% of the QD32 maximum.
 - ``scaling``: 1, 2, 4 and 8 clients at once (4k random read / write IOPS): where the total stops growing.
+- ``latency-slo``: latency-bounded IOPS — the highest IOPS at which a latency percentile stays
+              under a target (p99 ≤ 1 ms for 4k random reads, p99 fdatasync ≤ 10 ms for etcd's
+              WAL writes), found by a rate search on the storage under test (cells/slo.py).
 """
 
 from __future__ import annotations
 
-from pvbench.profiles.model import FioTest, Profile, Timing
+from pvbench.profiles.model import FioTest, LatencySlo, Profile, Timing
 
 DBENCH = Profile(
     name="dbench",
@@ -151,7 +154,49 @@ SCALING = Profile(
     tests=_scaling_tests(),
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP, SCALING)}
+
+LATENCY_SLO = Profile(
+    name="latency-slo",
+    description="Latency-bounded IOPS: the highest IOPS at which p99 latency stays under a target, "
+    "found by a rate search on the storage under test",
+    source="etcd's disk guidance (p99 WAL fdatasync < 10 ms; etcd #10577), database p99 ≤ 1 ms read objectives, "
+    "PerfKitBenchmarker's fio_latency_sla",
+    timing=Timing(ramp_s=2, runtime_s=30, size="2G"),
+    tests=(
+        FioTest(
+            name="randread-4k-p99-1ms",
+            title="Random read 4k IOPS at p99 ≤ 1 ms",
+            rw="randread",
+            bs="4k",
+            iodepth=32,
+            group="slo",
+            slo=LatencySlo(percentile=99, target_us=1000),
+        ),
+        FioTest(
+            name="randwrite-4k-p99-2ms",
+            title="Random write 4k IOPS at p99 ≤ 2 ms",
+            rw="randwrite",
+            bs="4k",
+            iodepth=32,
+            group="slo",
+            slo=LatencySlo(percentile=99, target_us=2000),
+        ),
+        # etcd's WAL: small sequential appends, each followed by fdatasync, buffered (2300 bytes
+        # cannot be O_DIRECT), one writer — the fio job etcd's docs give to vet a disk.
+        FioTest(
+            name="etcd-fsync-p99-10ms",
+            title="etcd WAL writes (2300 B + fdatasync) at p99 fdatasync ≤ 10 ms",
+            rw="write",
+            bs="2300",
+            iodepth=1,
+            group="slo",
+            slo=LatencySlo(percentile=99, target_us=10_000, latency="sync"),
+            extra={"ioengine": "sync", "direct": "0", "fdatasync": "1"},
+        ),
+    ),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP, SCALING, LATENCY_SLO)}
 # What a run measures when it names no profile (the Argo template's default, `pvbench expand`'s).
 DEFAULT_PROFILE_NAME = DBENCH.name
 

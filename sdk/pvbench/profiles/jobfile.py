@@ -9,7 +9,17 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pvbench.profiles.catalog import PROFILES
-from pvbench.profiles.model import FioTest, Profile, ProfileError, Timing, fio_seconds, parse_seconds, parse_size
+from pvbench.profiles.model import (
+    FioTest,
+    LatencySlo,
+    Profile,
+    ProfileError,
+    Timing,
+    fio_seconds,
+    parse_latency_us,
+    parse_seconds,
+    parse_size,
+)
 
 CUSTOM_PREFIX = "file:"
 # Written for ramp, runtime or size, this means "the profile's own" (as leaving it out does):
@@ -65,7 +75,7 @@ def fio_path(path: str | Path) -> str:
 
 
 def load_profile(spec: str) -> Profile:
-    """A named profile (dbench, vshn, sweep) or ``file:PATH`` for a user's fio job file."""
+    """A named profile (dbench, vshn, sweep, latency-slo) or ``file:PATH`` for a user's fio job file."""
     if spec.startswith(CUSTOM_PREFIX):
         return profile_from_jobfile(Path(spec[len(CUSTOM_PREFIX) :]))
     try:
@@ -167,6 +177,34 @@ def _parse_error(path: Path, exc: configparser.Error) -> str:
     return f"{path}: not a fio job file: {what}{where}"
 
 
+# A job section's own latency objective (latency-bounded IOPS, cells/slo.py): pvbench's options,
+# taken out of the section before fio sees it. pvbench_slo_target alone turns the search on.
+SLO_KEYS = ("pvbench_slo_target", "pvbench_slo_percentile", "pvbench_slo_latency")
+
+
+def _slo_of(opts: dict[str, str], path: Path, label: str) -> LatencySlo | None:
+    target, percentile, latency = (opts.pop(key, None) for key in SLO_KEYS)
+    if target is None:
+        if percentile is not None or latency is not None:
+            raise ProfileError(f"{path}: job {label}: pvbench_slo_percentile/latency need pvbench_slo_target")
+        return None
+    try:
+        target_us = parse_latency_us(target)
+    except ProfileError:
+        raise ProfileError(
+            f"{path}: job {label}: pvbench_slo_target is not a latency above 0 like 500us, 1ms or 10ms"
+        ) from None
+    try:
+        pct = float(percentile) if percentile is not None else 99.0
+    except ValueError:
+        pct = -1.0
+    if not 0 < pct < 100:
+        raise ProfileError(f"{path}: job {label}: pvbench_slo_percentile must be a number above 0 and below 100")
+    if (latency or "io") not in ("io", "sync"):
+        raise ProfileError(f"{path}: job {label}: pvbench_slo_latency must be io or sync")
+    return LatencySlo(percentile=pct, target_us=target_us, latency=latency or "io")
+
+
 def profile_from_jobfile(path: Path) -> Profile:
     """A user's fio job file as a profile: each job section is one test (one cell).
 
@@ -213,6 +251,7 @@ def profile_from_jobfile(path: Path) -> Profile:
         for key in _CONTROLLED | {"stonewall", "wait_for_previous"}:
             opts.pop(key, None)
         name = re.sub(r"[^a-z0-9-]+", "-", section.lower()).strip("-") or "job"
+        slo = _slo_of(opts, path, label)
         values: dict[str, int | None] = {}
         for key, default in {**numeric, "rwmixread": None}.items():
             raw = opts.pop(key, default)
@@ -228,11 +267,17 @@ def profile_from_jobfile(path: Path) -> Profile:
                     rw=opts.pop("rw", opts.pop("readwrite", "read")),
                     bs=opts.pop("bs", opts.pop("blocksize", "4k")),
                     extra=opts,
+                    slo=slo,
                     **values,
                 )
             )
         except (ProfileError, ValidationError) as exc:
-            fields = sorted({str(e["loc"][0]) for e in exc.errors()} if isinstance(exc, ValidationError) else {"bs"})
+            # the test's own checks (e.g. a latency objective on a mixed rw) say what is wrong
+            errors = exc.errors() if isinstance(exc, ValidationError) else []
+            whole = [e for e in errors if not e["loc"] and isinstance(e.get("ctx", {}).get("error"), ProfileError)]
+            if whole:
+                raise ProfileError(f"{path}: job {label} {whole[0]['ctx']['error']}") from None
+            fields = sorted({str(e["loc"][0]) for e in errors} if errors else {"bs"})
             raise ProfileError(
                 f"{path}: job {label} cannot be used: {', '.join(fields)} not valid for pvbench "
                 "(rw: read, write, randread, randwrite, rw, randrw, readwrite, trim or randtrim; "

@@ -16,6 +16,7 @@ _SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECAS
 MAX_CLIENTS = 64
 
 _TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_LATENCY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*$", re.IGNORECASE)
 
 
 class ProfileError(ValueError):
@@ -53,6 +54,53 @@ def parse_seconds(text: str | float | int) -> float:
     return value
 
 
+def parse_latency_us(text: str | float | int) -> float:
+    """A latency target (250us, 1ms, 10ms; a bare number is microseconds) → microseconds, > 0."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        raw = str(text).strip()
+        if re.fullmatch(r"\d+(?:\.\d+)?", raw):
+            value = float(raw)
+        else:
+            match = _LATENCY.match(raw)
+            if not match:
+                raise ProfileError(f"latency target {text!r} is not a latency like 500us, 1ms or 10ms")
+            number, unit = match.groups()
+            value = float(number) * {"ns": 0.001, "us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}[unit.lower()]
+    if not value > 0 or value != value or value == float("inf"):
+        raise ProfileError(f"latency target {text!r} must be a finite latency above 0")
+    return value
+
+
+# The rw modes a latency SLO search can rate-limit: one direction, so one rate and one percentile.
+SLO_RW = ("read", "write", "randread", "randwrite")
+# fio options the SLO search sets itself (a test's own would fight the search).
+SLO_CONTROLLED = ("rate", "rate_iops", "rate_min", "rate_iops_min", "latency_target", "latency_window")
+
+
+class LatencySlo(BaseModel):
+    """A latency objective: the chosen percentile of a latency must stay at or under the target.
+
+    ``latency`` is what is timed: ``io`` the test's I/Os (total latency, submission to completion,
+    as the rest of pvbench reports it) or ``sync`` the fsync/fdatasync calls (fio's ``sync`` block),
+    e.g. etcd's "p99 of WAL fdatasync ≤ 10 ms".
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    percentile: float = Field(gt=0, lt=100, description="e.g. 99 for p99, 99.9 for p99.9")
+    target_us: float = Field(gt=0, allow_inf_nan=False, description="The latency it must not exceed, µs")
+    latency: Literal["io", "sync"] = "io"
+
+    @property
+    def label(self) -> str:
+        """p99 ≤ 1 ms (of fsync)"""
+        target = f"{self.target_us / 1000:g} ms" if self.target_us >= 1000 else f"{self.target_us:g} µs"
+        of = " (fsync)" if self.latency == "sync" else ""
+        return f"p{self.percentile:g}{of} ≤ {target}"
+
+
 def fio_seconds(seconds: float) -> str:
     """Seconds → a fio time value (whole ms, so sub-second test timings work)."""
     return f"{int(round(seconds * 1000))}ms"
@@ -75,6 +123,8 @@ class FioTest(BaseModel):
     load: str | None = None
     # For the sweep's "80% of max": search depth/jobs until IOPS reach this share of the QD32 maximum.
     load_target: float | None = Field(default=None, gt=0, le=1)
+    # For latency-slo: search the highest IOPS at which this latency objective holds (cells/slo.py).
+    slo: LatencySlo | None = None
     extra: dict[str, str] = Field(default_factory=dict, description="More fio options, verbatim")
     # The figure a report shows first for this test (the thesis's tables use one per test).
     # Any metric of the catalog (pvbench.results.metrics).
@@ -92,10 +142,36 @@ class FioTest(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _slo_is_searchable(self) -> "FioTest":
+        if self.slo is None:
+            if self.headline == "slo_iops":
+                raise ProfileError("has headline slo_iops but no latency objective (slo)")
+            return self
+        why = None
+        if self.rw not in SLO_RW:
+            why = f"rw={self.rw} mixes directions; a latency objective needs one of {', '.join(SLO_RW)}"
+        elif self.load_target:
+            why = "it already searches a load level (load_target); a test does one search"
+        elif self.clients > 1:
+            why = f"clients={self.clients}: the search rates one client"
+        elif controlled := sorted(set(self.extra) & set(SLO_CONTROLLED)):
+            why = f"the search sets {', '.join(controlled)} itself; remove it from the test"
+        elif self.slo.latency == "sync" and not (
+            self.fsync or any(self.extra.get(k, "0") not in ("", "0") for k in ("fsync", "fdatasync"))
+        ):
+            why = "its objective is on fsync latency but it never syncs (set fsync or fdatasync)"
+        if why:
+            # pydantic wraps this in a ValidationError; its message is kept (jobfile.py shows it)
+            raise ProfileError(f"cannot have a latency objective: {why}")
+        return self
+
     @property
     def headline_metric(self) -> str:
         if self.headline:
             return self.headline
+        if self.slo:
+            return "slo_iops"
         return {"bw": "bw_mib_s", "sequential": "bw_mib_s", "latency": "lat_mean_us"}.get(self.group or "", "iops")
 
     @field_validator("headline")

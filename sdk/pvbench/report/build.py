@@ -29,7 +29,14 @@ from pvbench.pipeline import table_schemas
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
 # directory may lack them.
-OPTIONAL_TABLES = ("report_fsync", "report_sweep", "report_failures", "report_scaling", "report_lifecycle")
+OPTIONAL_TABLES = (
+    "report_fsync",
+    "report_sweep",
+    "report_failures",
+    "report_scaling",
+    "report_lifecycle",
+    "report_latency_slo",
+)
 
 
 def report_tables() -> dict[str, dict[str, str]]:

@@ -14,6 +14,10 @@ Adding a metric is adding an entry. Its ``source`` says where the value is read 
     the two in step) and an entry here: ``result_rows`` takes every field of the direction's
     metrics, and measurements.sql unpivots exactly the catalog's ``fio`` metrics.
 
+``latency_slo``
+    the result's ``latency_slo`` (the latency-slo profile's rate search, pvbench.cells.slo): one
+    value on the direction the search timed, a column of ``result_rows`` beside the fio metrics.
+
 ``lifecycle``
     the field of that name of the result's ``lifecycle`` (``VolumeLifecycle``: one value per cell,
     Kubernetes cells only); measurements.sql counts it once per cell, as the workload
@@ -30,8 +34,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Better = Literal["higher", "lower"]
-Source = Literal["fio", "lifecycle"]
-SOURCES: tuple[str, ...] = ("fio", "lifecycle")
+Source = Literal["fio", "latency_slo", "lifecycle"]
+SOURCES: tuple[str, ...] = ("fio", "latency_slo", "lifecycle")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,10 @@ METRIC_LIST: tuple[Metric, ...] = (
     Metric("lat_p999_us", "µs", "lower", "fio", f"99.9th percentile {_LATENCY}"),
     # multi-client cells (pvbench.fio.merge): how evenly the clients were served
     Metric("straggler_ratio", "ratio", "higher", "fio", "slowest client's IOPS / mean client IOPS (1 = all equal)"),
+    # latency-bounded IOPS (the latency-slo profile): null when the target was not met
+    Metric(
+        "slo_iops", "IOPS", "higher", "latency_slo", "highest IOPS with the test's latency percentile under its target"
+    ),
     # a Kubernetes cell's volume lifecycle (pvbench.kube.lifecycle), whole seconds as recorded
     Metric("volume_bind_s", "s", "lower", "lifecycle", "claim created to its volume bound"),
     Metric("pod_schedule_s", "s", "lower", "lifecycle", "pod created to scheduled (provisioning inside)"),

@@ -218,6 +218,42 @@ class ClientsSection(_Strict):
     per_client: list[ClientResult]
 
 
+class SloProbe(_Strict):
+    """One fio run of a latency-bounded IOPS search (pvbench.cells.slo), in the order they ran."""
+
+    phase: Literal["max", "floor", "search", "confirm"] = Field(
+        description="max: unthrottled; floor: the lowest rate; search: bisection; confirm: full-length run"
+    )
+    rate_iops: Measure | None = Field(description="Offered rate (fio rate_iops summed over jobs); null = unthrottled")
+    iops: Measure = Field(description="Achieved IOPS")
+    latency_us: Measure | None = Field(description="The objective's latency percentile in this run, µs")
+    met: bool = Field(description="latency_us <= target_us")
+    runtime_s: Measure
+
+
+class LatencySloResult(_Strict):
+    """Latency-bounded IOPS: the highest IOPS measured with the percentile at or under the target.
+
+    ``iops`` is what a full-length run achieved at the rate the search found, and only if that run
+    met the target (it is the metric ``slo_iops``); when no rate met it, ``met`` is false and
+    ``iops`` null — never a made-up number. Every probe is kept.
+    """
+
+    direction: Direction = Field(description="The direction whose I/O was rate-limited and timed")
+    latency: Literal["io", "sync"] = Field(description="io: the I/Os' total latency; sync: fsync/fdatasync latency")
+    percentile: float = Field(gt=0, lt=100)
+    target_us: Measure
+    met: bool
+    iops: Measure | None = Field(default=None, description="slo_iops: null when the target was not met")
+    latency_us: Measure | None = Field(default=None, description="The percentile in the run that gave iops, µs")
+    rate_iops: Measure | None = Field(default=None, description="The rate offered in that run; null = unthrottled")
+    bound: Literal["device", "latency", "not-met"] = Field(
+        description="device: met even unthrottled (the device's maximum); latency: met below the maximum; "
+        "not-met: missed even at the lowest rate (or in every full-length run)"
+    )
+    probes: list[SloProbe] = Field(default_factory=list)
+
+
 class ResultDocument(_Strict):
     schema_version: Literal["pvbench.result/v1"] = SCHEMA_VERSION
     identity: CellIdentity
@@ -230,6 +266,8 @@ class ResultDocument(_Strict):
     clients: ClientsSection | None = Field(
         default=None, description="Multi-client cells: each client's own result, the start skew and the overlap"
     )
+    # latency-slo cells only (absent in older documents and every other profile's)
+    latency_slo: LatencySloResult | None = None
 
     def to_json(self) -> bytes:
         return self.model_dump_json(indent=2).encode()
