@@ -526,7 +526,8 @@ def test_full_report_has_every_profile(full_site):
     for section in ("imported · thesis", "vshn · synthetic", "sweep · synthetic", "dbench · upgrade"):
         assert section in index
     box = full_site.page("boxplots")
-    assert len(box["charts"]) == 24 and all(painted(c) for c in box["charts"])
+    # one per campaign, profile and workload with a headline (the upgrade's volume lifecycle too)
+    assert len(box["charts"]) == 25 and all(painted(c) for c in box["charts"])
     rbd = full_site.page("class-rook-ceph-rbd")
     # 10 vshn run panels + 2 fsync charts + 18 sweep curves
     assert len(rbd["charts"]) == 30 and all(painted(c) for c in rbd["charts"]), rbd["charts"]
