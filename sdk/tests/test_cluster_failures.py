@@ -200,10 +200,20 @@ def test_the_unbindable_volume_fails_its_cell_within_its_deadline(scenario):
     assert f"storage class {UNBINDABLE_CLASS}" in cell["message"] and "Pending" in cell["message"], cell["message"]
 
 
+# How Argo names a cell whose pod was deleted depends on what its controller sees first: the pod
+# gone ("Error", pod deleted) or its main container's exit (fio-step stops fio on the SIGTERM and
+# exits 143: "Failed", "main: Error (exit code 143)"). Both seen on the real engines (a loaded
+# node sees the second more often); either way the cell has no result and the report names it.
+LOST_PHASES = {"Error", "Failed"}
+
+
 def test_the_lost_pod_errors_its_cell_and_the_other_cell_is_measured(scenario):
     wf = scenario["F_wf"]
     phases = {n["displayName"].split("storage_class:")[1].split(",")[0]: n["phase"] for n in cell_nodes(wf)}
-    assert phases == {LOST: "Error", UNBINDABLE_CLASS: "Failed", "pvbench-tmpfs": "Succeeded"}, describe(wf)
+    assert phases.pop(LOST) in LOST_PHASES, describe(wf)
+    [lost] = [n for n in cell_nodes(wf) if f"storage_class:{LOST}" in n["displayName"]]
+    assert lost["phase"] == "Error" or "exit code 143" in lost.get("message", ""), describe(wf)
+    assert phases == {UNBINDABLE_CLASS: "Failed", "pvbench-tmpfs": "Succeeded"}, describe(wf)
     assert [k for k in scenario["F_stored"] if "pvbench-tmpfs" in k]
     assert not [k for k in scenario["F_stored"] if LOST in k]
 
@@ -216,8 +226,8 @@ def test_aggregate_and_report_still_run_and_name_what_failed(scenario):
         if n["type"] == "Pod" and n["templateName"] in ("aggregate", "report", "cleanup")
     }
     assert ran == {"aggregate": "Succeeded", "report": "Succeeded", "cleanup": "Succeeded"}, describe(wf)
-    failed = {(f["storage_class"], f["phase"]) for f in scenario["F_failures"] if f["is_cell"]}
-    assert failed == {(LOST, "Error"), (UNBINDABLE_CLASS, "Failed")}, scenario["F_failures"]
+    failed = {f["storage_class"]: f["phase"] for f in scenario["F_failures"] if f["is_cell"]}
+    assert failed.pop(LOST) in LOST_PHASES and failed == {UNBINDABLE_CLASS: "Failed"}, scenario["F_failures"]
     [unbound] = [f for f in scenario["F_failures"] if f["storage_class"] == UNBINDABLE_CLASS]
     assert "did not start within its deadline" in unbound["message"], unbound
     assert f"{report_prefix(CAMPAIGN)}/index.html" in pod_minio().keys(BUCKET, report_prefix(CAMPAIGN) + "/")
