@@ -69,7 +69,7 @@ if [ "$rc" != 0 ]; then
 fi
 say "node up after $(( $(date +%s) - T0 ))s; running the cluster tests"
 
-PVBENCH_CLUSTER_REQUIRED=1 timeout 1500 .venv/bin/pytest sdk/tests -m cluster -q -rs --durations=10 \
+PVBENCH_CLUSTER_REQUIRED=1 timeout 2100 .venv/bin/pytest sdk/tests -m cluster -q -rs --durations=10 \
   -p no:cacheprovider
 rc=$?
 [ "$rc" = 0 ] || say "cluster tests failed (node logs: $(readlink -f /var/log/pvbench-cluster/latest))"

@@ -32,6 +32,10 @@ def run():
         "tests": "randread-iops-x2",
         "repetitions": "1",
         "campaign": CAMPAIGN,
+        # the main run's node selection: it queues behind that run (mutex pvbench-node-localhost),
+        # beside the failure scenario's runs, instead of after them
+        "node-label": "kubernetes.io/hostname",
+        "node-value": "localhost",
     }
     name = submit(params, "pvbench-clients-")
     return name, wait_workflow(name)
