@@ -235,6 +235,10 @@ project_image() {
     mkdir -p "$CACHE/images"; rm -f "$CACHE/images/$name"-*.tar
     B push "$image" "docker-archive:$archive.tmp:$image" >>"$LOGDIR/build-$name.log" 2>&1
     mv "$archive.tmp" "$archive"
+    # the image this tag had before is dangling now: its layers (~1 GB a build) would pile up in
+    # the cache until the kubelet sees disk pressure and schedules nothing (seen: 24 GB, a node
+    # whose workflow-controller stayed Pending). The tagged images keep the build cache.
+    B rmi --prune >>"$LOGDIR/build-$name.log" 2>&1 || true
   fi
   echo "$archive"
 }
