@@ -163,3 +163,32 @@ def test_lifecycle_is_aggregated_once_per_cell_and_a_slower_attach_is_a_verdict(
         [LIFECYCLE_WORKLOAD],
     ).fetchall()
     assert verdict == "worse" and change > 0.5  # fast is the baseline (the alphabet); slow starts ~70% later
+
+
+def test_the_cell_waits_briefly_for_the_kubelet_to_report_its_start():
+    """On the real node the cell's first read (~1 s after its start) found no startedAt yet: the
+    kubelet reports it a moment later. read() looks again before giving up (and says so)."""
+    from pvbench.kube.lifecycle import read
+
+    starting = pod(containerStatuses=[{"name": "main", "state": {"waiting": {"reason": "PodInitializing"}}}])
+
+    class Replies:  # the API's answers in turn: the pod without its start, then with it
+        def __init__(self, pods):
+            self.pods, self.calls = list(pods), []
+
+        def get(self, path, **query):
+            self.calls.append(path)
+            if path.endswith("/pods/wf-cell-1"):
+                return self.pods.pop(0) if len(self.pods) > 1 else self.pods[0]
+            if "persistentvolumeclaims" in path:
+                return CLAIM
+            if "persistentvolumes" in path:
+                return VOLUME
+            return {"items": []}
+
+    api = Replies([starting, starting, pod()])
+    lc = read(api, "ns", "wf-cell-1", wait_s=5)
+    assert lc.pod_start_s == 13 and lc.notes == []
+    assert api.calls.count("/api/v1/namespaces/ns/pods/wf-cell-1") == 3
+    never = read(Replies([starting]), "ns", "wf-cell-1", wait_s=0.6)
+    assert never.pod_start_s is None and "no start time" in never.notes[0]

@@ -24,6 +24,7 @@ said in ``notes``; a cell never fails for its lifecycle.
 from __future__ import annotations
 
 import os
+import time
 from datetime import datetime
 
 from pvbench.kube.api import Api, KubeError, claim_names, parse_time
@@ -31,6 +32,7 @@ from pvbench.results.schema import VolumeLifecycle
 
 POD_NAME_ENV = "PVBENCH_POD_NAME"  # the downward API gives the pod its own name and namespace
 POD_NAMESPACE_ENV = "PVBENCH_POD_NAMESPACE"
+STATUS_WAIT_S = 15.0  # how long a cell waits for the kubelet to report its container's start
 VOLUME_NAME = "target"  # the cell pod's volume under test (the template's ephemeral volume)
 ATTACH_REASON = "SuccessfulAttachVolume"
 
@@ -99,11 +101,21 @@ def from_objects(
     )
 
 
-def read(api: Api, namespace: str, pod_name: str, container: str = "main") -> VolumeLifecycle:
+def read(
+    api: Api, namespace: str, pod_name: str, container: str = "main", wait_s: float = STATUS_WAIT_S
+) -> VolumeLifecycle:
     """Read the pod, its volume under test, that volume's PV and the pod's events, then compute."""
     base = f"/api/v1/namespaces/{namespace}"
     pod = api.get(f"{base}/pods/{pod_name}")
+    # The kubelet reports the container's start to the API server a moment after it started (seen:
+    # the cell's first read, ~1 s in, found no startedAt): look again, briefly, before fio starts.
+    deadline = time.monotonic() + wait_s
+    while _container_started(pod, container) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        pod = api.get(f"{base}/pods/{pod_name}")
     notes: list[str] = []
+    if _container_started(pod, container) is None:
+        notes.append(f"container {container}: no start time in the pod's status after {wait_s:g} s")
     claim = volume = None
     names = claim_names(pod)
     name = f"{pod_name}-{VOLUME_NAME}" if f"{pod_name}-{VOLUME_NAME}" in names else (names[0] if names else None)
