@@ -64,23 +64,7 @@ def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[Result
         **first.get("global options", {}),
         **{k: v for k, v in first["jobs"][0].get("job options", {}).items() if k != "exec_prerun"},
     }
-    workload = WorkloadSpec(
-        rw=test.rw,
-        bs=test.bs,
-        bs_bytes=test.bs_bytes,
-        iodepth=int(options.get("iodepth", test.iodepth)),
-        numjobs=int(options.get("numjobs", test.numjobs)),
-        rwmixread=test.rwmixread,
-        fsync=test.fsync,
-        ramp_s=timing.ramp_s,
-        runtime_s=timing.runtime_s,
-        size_bytes=timing.size_bytes,
-        group=test.group,
-        load=test.load,
-        title=test.title,
-        headline_metric=test.headline_metric,
-        clients=n,
-    )
+    workload = WorkloadSpec.asked(test, timing, options, clients=n)
     options["directory"] = str(target)  # the clients' parent; each client's own is in clients.per_client
     notes["clients"] = f"{n} fio clients in {target}/pvbench-client-1..{n}, released together (start skew "
     notes["clients"] += f"{section.start_skew_s:.3f} s)" if section.start_skew_s is not None else "unknown)"

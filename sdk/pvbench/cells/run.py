@@ -183,22 +183,7 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         raise FioError("fio finished but moved no data; no result for this cell")
     options = {**run.output.get("global options", {}), **run.output["jobs"][0].get("job options", {})}
     identity = cell.identity(labels)
-    workload = WorkloadSpec(
-        rw=test.rw,
-        bs=test.bs,
-        bs_bytes=test.bs_bytes,
-        iodepth=int(options.get("iodepth", test.iodepth)),
-        numjobs=int(options.get("numjobs", test.numjobs)),
-        rwmixread=test.rwmixread,
-        fsync=test.fsync,
-        ramp_s=timing.ramp_s,
-        runtime_s=timing.runtime_s,
-        size_bytes=timing.size_bytes,
-        group=test.group,
-        load=test.load,
-        title=test.title,
-        headline_metric=test.headline_metric,
-    )
+    workload = WorkloadSpec.asked(test, timing, options)
     provenance = Provenance(
         source="fio",
         pvbench_version=__version__,

@@ -92,6 +92,29 @@ class WorkloadSpec(_Strict):
     )
     clients: int | None = Field(default=None, ge=1, description="fio clients run at once (multi-client cells)")
 
+    @classmethod
+    def asked(cls, test, timing, options: dict, clients: int | None = None) -> "WorkloadSpec":
+        """What fio was asked to do: a profile test (pvbench.profiles.FioTest) and its timing, with
+        the queue depth and jobs fio's own options report (a profile file may set them). One
+        definition for single- and multi-client cells."""
+        return cls(
+            rw=test.rw,
+            bs=test.bs,
+            bs_bytes=test.bs_bytes,
+            iodepth=int(options.get("iodepth", test.iodepth)),
+            numjobs=int(options.get("numjobs", test.numjobs)),
+            rwmixread=test.rwmixread,
+            fsync=test.fsync,
+            ramp_s=timing.ramp_s,
+            runtime_s=timing.runtime_s,
+            size_bytes=timing.size_bytes,
+            group=test.group,
+            load=test.load,
+            title=test.title,
+            headline_metric=test.headline_metric,
+            clients=clients,
+        )
+
 
 class DirectionMetrics(_Strict):
     """One direction (read or write) of one result, as fio reported it.
