@@ -31,10 +31,13 @@ from hera.workflows.archive import NoneArchiveStrategy
 
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
+from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT
 from pvbench.cells.run import max_jobs
+from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
 from pvbench.kube import lifecycle
 from pvbench.kube.api import SA_DIR
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
+from pvbench.store.layout import CLIENTS_DIR
 
 WF = "{{workflow.parameters.%s}}".__mod__
 IN = "{{inputs.parameters.%s}}".__mod__
@@ -130,9 +133,19 @@ def run_results_artifact(optional: bool = False) -> S3Artifact:
     return S3Artifact(name="results", path=f"{c.STORE_DIR}/{prefix}", key=prefix, optional=optional or None)
 
 
-def cell_arguments() -> list[Parameter]:
-    """A fan-out item (`pvbench expand`, or ci-check's `next`) as benchmark-cell's arguments."""
-    return [Parameter(name=name.replace("_", "-"), value="{{item.%s}}" % name) for name in c.FAN_OUT_ITEM_KEYS]
+def cell_arguments(clients: bool = False) -> list[Parameter]:
+    """A fan-out item (`pvbench expand`, or ci-check's `next`) as benchmark-cell's arguments
+    (``clients``: client-cell's, whose items also say how many client pods)."""
+    keys_ = (*c.FAN_OUT_ITEM_KEYS, "clients") if clients else c.FAN_OUT_ITEM_KEYS
+    return [Parameter(name=name.replace("_", "-"), value="{{item.%s}}" % name) for name in keys_]
+
+
+def cells_done(*tasks: str) -> str:
+    """A `depends` that holds once every fan-out ended, however (an empty fan-out is Skipped)."""
+    return " && ".join(
+        "(" + " || ".join(f"{t}.{phase}" for phase in ("Succeeded", "Failed", "Errored", "Skipped")) + ")"
+        for t in tasks
+    )
 
 
 # ------------------------------------------------------------------ the profiles, from the catalog
@@ -152,8 +165,9 @@ def _seconds(value: float) -> str:
 
 
 def _footprint_bytes(profile: Profile) -> int:
-    """The most disk one test of the profile takes: its file size times its most jobs."""
-    return max(max_jobs(t) for t in profile.tests) * profile.timing.size_bytes
+    """The most disk one test of the profile takes on one volume: its file size times its most jobs
+    (a multi-client test: one client pod's, each has its own volume)."""
+    return max(max_jobs(t, one_client=True) for t in profile.tests) * profile.timing.size_bytes
 
 
 def _profile_choice(profile: Profile) -> str:
@@ -249,9 +263,6 @@ with WorkflowTemplate(
         config_map=c.ARTIFACT_REPOSITORY_CONFIGMAP, key=c.ARTIFACT_REPOSITORY_KEY
     ),
     security_context=POD_SECURITY,
-    # One pod at a time: a benchmark measures one client against the storage, and the
-    # steps around the cells are sequential anyway.
-    parallelism=1,
     # One run at a time per node selection: runs with the same node-value (every CronWorkflow
     # occasion, every Sensor candidate, the UI's runs) queue for this mutex, so no two runs
     # disturb each other's numbers. Waiting for it counts against no deadline.
@@ -314,17 +325,22 @@ with WorkflowTemplate(
         ],
     )
 
-    # 2. The cells as a JSON list on stdout (outputs.result), in the seeded random order.
+    # 2. The cells in the seeded random order, as two fan-outs (output parameters): `cells`, one
+    #    pod each, and `client-cells`, N client pods each (a profile with a multi-client test).
     expand = Container(
         name="expand",
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["expand", *MATRIX_ARGS],
+        args=["expand", *MATRIX_ARGS, "--outputs", c.EXPAND_OUT_DIR],
         security_context=STRICT,
         resources=SMALL,
         volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,
+        outputs=[
+            Parameter(name=name, value_from=m.ValueFrom(path=f"{c.EXPAND_OUT_DIR}/{name}"))
+            for name in (CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT)
+        ],
     )
 
     # 3. One cell: fio on a fresh PVC of the cell's storage class.
@@ -345,61 +361,36 @@ with WorkflowTemplate(
     # of pvbench-workflow (a projected volume; the pod mounts none), whose Role may only get
     # those objects (the chart's rbac.yaml).
     cell_inputs = [Parameter(name=name.replace("_", "-")) for name in c.FAN_OUT_ITEM_KEYS]
+    cell_key = keys.cell_prefix(
+        CAMPAIGN_KEY, "{{workflow.name}}", OCCASION_KEY, IN("storage-class"), WF("profile"), IN("workload"), IN("rep")
+    )
+    cell_args = [
+        "--campaign", WF("campaign"),
+        "--run", "{{workflow.name}}",
+        "--occasion", WF("occasion"),
+        "--storage-class", IN("storage-class"),
+        "--profile", WF("profile"),
+        "--workload", IN("workload"),
+        "--rep", IN("rep"),
+        "--order", IN("order"),
+        "--seed", WF("seed"),
+        *TIMING_ARGS,
+    ]  # fmt: skip
+    label_args = [
+        "--label", "role=" + WF("role"),
+        "--label", "trigger=" + WF("trigger"),
+        "--label", "old-image=" + WF("old-image"),
+        "--label", "new-image=" + WF("new-image"),
+        "--label", "changed=" + WF("changed"),
+    ]  # fmt: skip
     volume_size_patch = {"volumes": [{"name": "target", "ephemeral": {"volumeClaimTemplate": {
         "spec": {"resources": {"requests": {"storage": WF("volume-size")}}}}}}]}  # fmt: skip
-    benchmark_cell = Container(
-        name="benchmark-cell",
-        inputs=cell_inputs,
+    # What every fio pod shares: a fresh volume of the class, the node selection, the deadline,
+    # the token to read its own lifecycle; only one cell's fio pods run on a node at a time.
+    fio_pod = dict(
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=[
-            "fio-step",
-            "--target",
-            c.TARGET_DIR,
-            "--campaign",
-            WF("campaign"),
-            "--run",
-            "{{workflow.name}}",
-            "--occasion",
-            WF("occasion"),
-            "--storage-class",
-            IN("storage-class"),
-            "--profile",
-            WF("profile"),
-            "--workload",
-            IN("workload"),
-            "--rep",
-            IN("rep"),
-            "--order",
-            IN("order"),
-            "--seed",
-            WF("seed"),
-            *TIMING_ARGS,
-            "--out",
-            c.CELL_OUT_DIR,
-            "--key",
-            keys.cell_prefix(
-                CAMPAIGN_KEY,
-                "{{workflow.name}}",
-                OCCASION_KEY,
-                IN("storage-class"),
-                WF("profile"),
-                IN("workload"),
-                IN("rep"),
-            ),
-            "--cleanup",
-            "--label",
-            "role=" + WF("role"),
-            "--label",
-            "trigger=" + WF("trigger"),
-            "--label",
-            "old-image=" + WF("old-image"),
-            "--label",
-            "new-image=" + WF("new-image"),
-            "--label",
-            "changed=" + WF("changed"),
-        ],  # fmt: skip
         env=[
             FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName"),  # recorded in each result
             # the cell reads its own pod, claim and volume: the volume lifecycle (pvbench.kube.lifecycle)
@@ -432,38 +423,169 @@ with WorkflowTemplate(
             m.VolumeMount(name="target", mount_path=c.TARGET_DIR),
             m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True),
         ],
-        # The node selector picks the node(s); the anti-affinity keeps two benchmark pods off
-        # one node even when runs select nodes differently (different node-values).
+        # The node selector picks the node(s); the anti-affinity keeps two cells' benchmark pods
+        # off one node even when runs select nodes differently (different node-values).
         node_selector={WF("node-label"): WF("node-value")},
+    )
+    benchmark_pods = m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK})
+    result_artifact = S3Artifact(
+        name="result",
+        path=c.CELL_OUT_DIR,
+        key=cell_key,  # the store's key layout, with placeholders; fio-step checks it against the layout
+        archive=NoneArchiveStrategy(),
+    )
+    benchmark_cell = Container(
+        name="benchmark-cell",
+        inputs=cell_inputs,
+        args=[
+            "fio-step",
+            "--target",
+            c.TARGET_DIR,
+            *cell_args,
+            "--out",
+            c.CELL_OUT_DIR,
+            "--key",
+            cell_key,
+            "--cleanup",
+            *label_args,
+        ],  # fmt: skip
         labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK},
         affinity=m.Affinity(
             pod_anti_affinity=m.PodAntiAffinity(
                 required_during_scheduling_ignored_during_execution=[
+                    m.PodAffinityTerm(label_selector=benchmark_pods, topology_key="kubernetes.io/hostname")
+                ]
+            )
+        ),
+        outputs=[result_artifact],
+        **fio_pod,
+    )
+
+    # 3b. A multi-client cell (docs/multi-client.md): N client pods, each with its own fresh PVC
+    #     of the class, released together by the cell's start barrier, then one merge step.
+    # The barrier: an Argo daemon step (`pvbench barrier`, a TCP server). Argo starts the clients
+    # once its readiness probe passes and hands them its pod IP ({{tasks.barrier.ip}}): no pod
+    # needs Kubernetes rights for it, and it is stopped when the cell's clients and merge are done.
+    barrier_port = str(DEFAULT_BARRIER_PORT)
+    cell_barrier = Container(
+        name="cell-barrier",
+        inputs=[Parameter(name="clients")],
+        daemon=True,
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=["barrier", "--clients", IN("clients"), "--timeout", CELL_TIMEOUT, "--port", barrier_port, "--linger"],
+        ports=[m.ContainerPort(name="barrier", container_port=DEFAULT_BARRIER_PORT)],
+        readiness_probe=m.Probe(tcp_socket=m.TCPSocketAction(port=DEFAULT_BARRIER_PORT), period_seconds=1),
+        labels={c.LABEL_COMPONENT: c.COMPONENT_BARRIER},
+        security_context=STRICT,
+        resources=SMALL,
+        volumes=[tmp("16Mi")],
+    )
+    # A client pod: the cell's job on its own volume; its fio lays out its files, then waits for
+    # the barrier's GO. Its client.json goes under the cell's key (clients/<n>/) for the merge.
+    # The client pods of one cell may share a node (they carry the cell's id), never with
+    # another cell's benchmark pods; they prefer distinct nodes, so that N clients load the
+    # storage from N nodes where there are N nodes.
+    cell_id = "{{workflow.uid}}-" + IN("order")
+    this_cells_pods = m.LabelSelector(match_labels={c.LABEL_CELL: cell_id})
+    fio_client = Container(
+        name="fio-client",
+        inputs=[*cell_inputs, Parameter(name="client"), Parameter(name="barrier")],
+        args=[
+            "fio-step",
+            "--target",
+            c.TARGET_DIR,
+            *cell_args,
+            "--client",
+            IN("client"),
+            "--barrier",
+            IN("barrier"),
+            "--out",
+            c.CLIENT_OUT_DIR,
+            "--cleanup",
+        ],  # fmt: skip
+        labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK, c.LABEL_CELL: cell_id},
+        affinity=m.Affinity(
+            pod_anti_affinity=m.PodAntiAffinity(
+                required_during_scheduling_ignored_during_execution=[
                     m.PodAffinityTerm(
-                        label_selector=m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK}),
+                        label_selector=m.LabelSelector(
+                            match_expressions=[
+                                m.LabelSelectorRequirement(
+                                    key=c.LABEL_COMPONENT, operator="In", values=[c.COMPONENT_BENCHMARK]
+                                ),
+                                m.LabelSelectorRequirement(key=c.LABEL_CELL, operator="NotIn", values=[cell_id]),
+                            ]
+                        ),
                         topology_key="kubernetes.io/hostname",
                     )
-                ]
+                ],
+                preferred_during_scheduling_ignored_during_execution=[
+                    m.WeightedPodAffinityTerm(
+                        weight=100,
+                        pod_affinity_term=m.PodAffinityTerm(
+                            label_selector=this_cells_pods, topology_key="kubernetes.io/hostname"
+                        ),
+                    )
+                ],
             )
         ),
         outputs=[
             S3Artifact(
-                name="result",
-                path=c.CELL_OUT_DIR,
-                # the store's key layout, with placeholders; fio-step checks it against the layout
-                key=keys.cell_prefix(
-                    CAMPAIGN_KEY,
-                    "{{workflow.name}}",
-                    OCCASION_KEY,
-                    IN("storage-class"),
-                    WF("profile"),
-                    IN("workload"),
-                    IN("rep"),
-                ),
+                name="client",
+                path=c.CLIENT_OUT_DIR,
+                key=f"{cell_key}/{CLIENTS_DIR}/{IN('client')}",
                 archive=NoneArchiveStrategy(),
             )
         ],
+        **fio_pod,
     )
+    # The merge: the N client outputs (fetched by Argo from under the cell's key) -> the cell's
+    # one result.json and fio.json, under the cell's key, as a one-pod cell stores them.
+    merge_clients = Container(
+        name="merge-clients",
+        inputs=[
+            *cell_inputs,
+            S3Artifact(name="clients", path=c.CLIENTS_IN_DIR, key=f"{cell_key}/{CLIENTS_DIR}"),
+        ],
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        args=[
+            "fio-step",
+            *cell_args,
+            "--merge",
+            c.CLIENTS_IN_DIR,
+            "--out",
+            c.CELL_OUT_DIR,
+            "--key",
+            cell_key,
+            *label_args,
+        ],  # fmt: skip
+        security_context=STRICT,
+        resources=SMALL,
+        volumes=[tmp("256Mi")],
+        retry_strategy=TRANSIENT,
+        outputs=[result_artifact],
+    )
+    passed_on = [Parameter(name=p.name, value=IN(p.name)) for p in cell_inputs]
+    with DAG(name="client-cell", inputs=[*cell_inputs, Parameter(name="clients")]) as client_cell:
+        t_barrier = Task(
+            name="barrier", template=cell_barrier, arguments=[Parameter(name="clients", value=IN("clients"))]
+        )
+        t_client = Task(
+            name="client",
+            template=fio_client,
+            with_sequence=m.Sequence(start="1", count=IN("clients")),
+            arguments=[
+                *passed_on,
+                Parameter(name="client", value="{{item}}"),
+                Parameter(name="barrier", value="{{tasks.barrier.ip}}:" + barrier_port),
+            ],
+        )
+        t_merge = Task(name="merge", template=merge_clients, arguments=passed_on)
+        t_barrier >> t_client >> t_merge
 
     # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so the
     #    pod holds no S3 credentials) and the compacts of the campaign's earlier runs: the run is
@@ -651,6 +773,7 @@ with WorkflowTemplate(
         retry_strategy=TRANSIENT,
         outputs=[
             Parameter(name="next", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next.json")),
+            Parameter(name="next-clients", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next-clients.json")),
             Parameter(name="more", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/more")),
         ],
     )
@@ -673,6 +796,7 @@ with WorkflowTemplate(
         name="adaptive",
         inputs=[Parameter(name="round"), Parameter(name="max-rounds")],
         fail_fast=False,
+        parallelism=1,  # one cell at a time, as in main
     ) as adaptive:
         a_check = Task(name="check", template=adaptive_check, arguments=[Parameter(name="round", value=IN("round"))])
         a_cells = Task(
@@ -681,6 +805,13 @@ with WorkflowTemplate(
             with_param="{{tasks.check.outputs.parameters.next}}",
             when=more,
             arguments=cell_arguments(),
+        )
+        a_client_cells = Task(
+            name="benchmark-clients",
+            template=client_cell,
+            with_param="{{tasks.check.outputs.parameters.next-clients}}",
+            when=more,
+            arguments=cell_arguments(clients=True),
         )
         a_next = Task(
             name="next-round",
@@ -691,19 +822,29 @@ with WorkflowTemplate(
                 Parameter(name="max-rounds", value=IN("max-rounds")),
             ],
         )
-        a_check >> a_cells
+        a_check >> [a_cells, a_client_cells]
         # The next round also follows a round in which some cells failed.
-        a_next.depends = "benchmark.Succeeded || benchmark.Failed || benchmark.Errored"
+        a_next.depends = cells_done("benchmark", "benchmark-clients")
 
     # failFast off: one failing cell must not stop the others from being measured.
-    with DAG(name="main", fail_fast=False):
+    # One cell at a time (parallelism, counted in this DAG's children: a one-pod cell, or a
+    # multi-client cell's whole DAG of barrier, N clients and merge): a cell measures the storage
+    # alone, and the steps around the cells are sequential anyway. Runs sharing a node selection
+    # take turns (the mutex); cells of different runs never share a node (the anti-affinity).
+    with DAG(name="main", fail_fast=False, parallelism=1):
         t_validate = Task(name="validate", template=validate)
         t_expand = Task(name="expand", template=expand)
         t_cells = Task(
             name="benchmark",
             template=benchmark_cell,
-            with_param="{{tasks.expand.outputs.result}}",
+            with_param="{{tasks.expand.outputs.parameters.%s}}" % CELLS_FAN_OUT,
             arguments=cell_arguments(),
+        )
+        t_client_cells = Task(
+            name="benchmark-clients",
+            template=client_cell,
+            with_param="{{tasks.expand.outputs.parameters.%s}}" % CLIENT_CELLS_FAN_OUT,
+            arguments=cell_arguments(clients=True),
         )
         t_adaptive = Task(
             name="adaptive",
@@ -714,9 +855,9 @@ with WorkflowTemplate(
                 Parameter(name="max-rounds", value=WF("adaptive-max-repetitions")),
             ],
         )
-        t_validate >> t_expand >> t_cells
+        t_validate >> t_expand >> [t_cells, t_client_cells]
         # Adapt also after a round in which some cells failed or errored.
-        t_adaptive.depends = "benchmark.Succeeded || benchmark.Failed || benchmark.Errored"
+        t_adaptive.depends = cells_done("benchmark", "benchmark-clients")
 
     # The exit handler: whatever the run's phase (cells failed, a stop from the UI, a
     # deadline), free what is left and tabulate and report what was measured.

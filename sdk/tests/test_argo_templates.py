@@ -88,6 +88,9 @@ def test_render_check_fails_on_a_hand_edit(tmp_path):
     assert labels.read_text() == render_report_profiles()
 
 
+FIO_PODS = ("benchmark-cell", "fio-client")  # the templates whose pods run fio on a volume of the class
+
+
 # ---------------------------------------------------------------- what the benchmark template promises
 def test_benchmark_template_shape():
     doc = benchmark_template()
@@ -124,8 +127,10 @@ def test_benchmark_template_shape():
         if "retryStrategy" in t:
             assert t["retryStrategy"]["retryPolicy"] == "OnError", t["name"]
             assert "expression" not in t["retryStrategy"]
-    # One pod at a time, one run at a time per node selection, cell pods gone as they finish.
-    assert spec["parallelism"] == 1
+    # One cell at a time (a pod, or a multi-client cell's DAG: the DAGs' parallelism counts their
+    # children), one run at a time per node selection, cell pods gone as they finish.
+    assert "parallelism" not in spec
+    assert tpl["main"]["parallelism"] == 1 and tpl["adaptive"]["parallelism"] == 1
     assert spec["synchronization"]["mutexes"][0]["name"] == "pvbench-node-{{workflow.parameters.node-value}}"
     assert spec["podGC"] == {
         "strategy": "OnPodCompletion",
@@ -329,7 +334,7 @@ def test_every_step_container_has_requests_and_limits():
         assert "memory" in res.get("limits", {}), name
         # The fio cell alone has no CPU limit, on purpose: CFS throttling would show as latency
         # outliers that measure the limit, not the storage (workflows/benchmark.py, CELL).
-        assert ("cpu" in res["limits"]) == (name != "benchmark-cell"), name
+        assert ("cpu" in res["limits"]) == (name not in FIO_PODS), name
     # The cleanup step is Argo's own container: its resources come in by podSpecPatch.
     patch = json.loads(tpl["cleanup"]["podSpecPatch"])
     [main] = patch["containers"]
@@ -409,10 +414,13 @@ def test_only_the_cells_container_gets_a_short_lived_token_for_its_lifecycle():
     } in cell["container"]["volumeMounts"]
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in cell["container"]["env"]}
     assert env["PVBENCH_POD_NAME"] == "metadata.name" and env["PVBENCH_POD_NAMESPACE"] == "metadata.namespace"
-    others = [
-        n for n, t in tpl.items() if n != "benchmark-cell" and any("projected" in v for v in t.get("volumes", []))
-    ]
+    others = [n for n, t in tpl.items() if n not in FIO_PODS and any("projected" in v for v in t.get("volumes", []))]
     assert not others
+    # a multi-client cell's client pods read their own lifecycle the same way
+    assert (
+        tpl["fio-client"]["volumes"] == cell["volumes"]
+        and tpl["fio-client"]["container"]["env"] == cell["container"]["env"]
+    )
     # and without the chart's rights the cell says why its lifecycle is missing (test_lifecycle.py)
     off = load_yaml_docs(helm_template(sets=("benchmark.volumeLifecycle=false",)))
     assert not [d for d in off if "lifecycle" in d["metadata"]["name"]]
@@ -537,3 +545,51 @@ def test_argo_events_lint_rejects_resource_and_webhook_in_one_event_source(tmp_p
     f.write_text(yaml.safe_dump(merged))
     proc = subprocess.run([tool_path("argo-events"), "lint", str(f)], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "can not be put together" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_multi_client_cells_run_as_client_pods_behind_a_barrier():
+    """A multi-client cell: barrier daemon -> N client pods (own PVC each, withSequence) -> merge;
+    fed by expand's (and ci-check's) second fan-out; its pods share a node only with each other."""
+    tpl = templates_by_name(benchmark_template())
+    dag = {t["name"]: t for t in tpl["client-cell"]["dag"]["tasks"]}
+    assert set(dag) == {"barrier", "client", "merge"}
+    assert tpl["cell-barrier"]["daemon"] is True and tpl["cell-barrier"]["container"]["readinessProbe"]["tcpSocket"]
+    assert dag["client"]["withSequence"] == {"start": "1", "count": "{{inputs.parameters.clients}}"}
+    args = {p["name"]: p["value"] for p in dag["client"]["arguments"]["parameters"]}
+    assert args["client"] == "{{item}}" and args["barrier"].startswith("{{tasks.barrier.ip}}:")
+    assert dag["client"]["depends"] == "barrier" and dag["merge"]["depends"] == "client"
+    client, merge, cell = tpl["fio-client"], tpl["merge-clients"], tpl["benchmark-cell"]
+    # every client pod gets its own fresh volume of the class, as a one-pod cell does
+    assert [v for v in client["volumes"] if v["name"] == "target"] == [
+        v for v in cell["volumes"] if v["name"] == "target"
+    ]
+    assert client["podSpecPatch"] == cell["podSpecPatch"] and client["timeout"] == cell["timeout"]
+    assert "--client" in client["container"]["args"] and "--merge" in merge["container"]["args"]
+    # the clients' outputs go under the cell's key, where the merge fetches them
+    [out] = client["outputs"]["artifacts"]
+    [result] = cell["outputs"]["artifacts"]
+    [fetched] = merge["inputs"]["artifacts"]
+    assert fetched["s3"]["key"] == result["s3"]["key"] + "/clients"
+    assert out["s3"]["key"] == fetched["s3"]["key"] + "/{{inputs.parameters.client}}"
+    assert merge["outputs"]["artifacts"] == cell["outputs"]["artifacts"]
+    # the node mutex: no other cell's benchmark pod beside a client; the clients prefer distinct nodes
+    cell_id = client["metadata"]["labels"]["pvbench.io/cell"]
+    anti = client["affinity"]["podAntiAffinity"]
+    [required] = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert {"key": "pvbench.io/cell", "operator": "NotIn", "values": [cell_id]} in required["labelSelector"][
+        "matchExpressions"
+    ]
+    [preferred] = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred["podAffinityTerm"]["labelSelector"] == {"matchLabels": {"pvbench.io/cell": cell_id}}
+    # fed by the second fan-out of expand and of the adaptive check, and waited for by what follows
+    main = {t["name"]: t for t in tpl["main"]["dag"]["tasks"]}
+    assert main["benchmark"]["withParam"] == "{{tasks.expand.outputs.parameters.cells}}"
+    assert main["benchmark-clients"]["withParam"] == "{{tasks.expand.outputs.parameters.client-cells}}"
+    assert (
+        "benchmark-clients.Skipped" in main["adaptive"]["depends"]
+        and "benchmark.Skipped" in main["adaptive"]["depends"]
+    )
+    adaptive = {t["name"]: t for t in tpl["adaptive"]["dag"]["tasks"]}
+    assert adaptive["benchmark-clients"]["withParam"] == "{{tasks.check.outputs.parameters.next-clients}}"
+    item_args = {p["name"]: p["value"] for p in main["benchmark-clients"]["arguments"]["parameters"]}
+    assert item_args["clients"] == "{{item.clients}}"

@@ -1,9 +1,8 @@
-"""A multi-client cell on the real engines: the `scaling` profile's two-client test, submitted as
-the Argo UI does. Its cell pod runs both fio clients on its fresh volume (each in its own
-directory: N writers on one volume), released together by the barrier (pvbench.fio.clients);
-the result holds the totals, each client's own numbers, the start skew and the overlap, and the
-cell's volume lifecycle beside them. (N client pods, each with its own PVC, across nodes: not yet,
-docs/multi-client.md.)
+"""Multi-client cells on the real engines: the `scaling` profile's x1 and x2 tests, submitted as the
+Argo UI does. Each cell is a DAG: the barrier (an Argo daemon step), N client pods, each with its
+own fresh PVC of the class, released together by the barrier, then the merge step, which stores
+the cell's one result: the totals, each client's own numbers, the start skew and the overlap
+(the proof that the pods measured the same seconds), and the volume lifecycle.
 """
 
 from __future__ import annotations
@@ -11,11 +10,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from cluster_helpers import BUCKET, QUICK, describe, pod_minio, submit, wait_workflow
+from cluster_helpers import BUCKET, QUICK, WatchedRun, describe, installed_release, nodes, pod_minio
 
 from pvbench.fio.merge import read_clients_raw
 from pvbench.results import ResultDocument
-from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, results_prefix
+from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -23,40 +22,83 @@ CAMPAIGN = "ci-clients"
 
 
 @pytest.fixture(scope="module")
-def run():
+def run() -> WatchedRun:
+    installed_release()
     params = {
         **QUICK,
         "size": "32M",
         "storage-classes": '["pvbench-tmpfs"]',
         "profile": "scaling",
-        "tests": "randread-iops-x2",
+        "tests": "randread-iops-x1,randread-iops-x2",
         "repetitions": "1",
         "campaign": CAMPAIGN,
         # the main run's node selection: it queues behind that run (mutex pvbench-node-localhost),
         # beside the failure scenario's runs, instead of after them
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
+        "volume-timeout": "5m",  # its pods may wait for the node while other runs' cells hold it
     }
-    name = submit(params, "pvbench-clients-")
-    return name, wait_workflow(name)
+    return WatchedRun(params, "pvbench-clients-")
 
 
-def test_two_clients_measure_the_same_seconds_and_their_totals_are_the_cells(run):
-    name, wf = run
-    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+def _results(name: str) -> dict[int, tuple[str, ResultDocument]]:
     minio = pod_minio()
-    [key] = [k for k in minio.keys(BUCKET, results_prefix(CAMPAIGN, name) + "/") if k.endswith(RESULT_FILE)]
-    doc = ResultDocument.from_json(minio.client().get_object(BUCKET, key).read())
-    assert doc.workload.clients == 2 and doc.clients is not None
+    keys = [k for k in minio.keys(BUCKET, results_prefix(CAMPAIGN, name) + "/") if k.endswith(RESULT_FILE)]
+    docs = {}
+    for key in keys:
+        doc = ResultDocument.from_json(minio.client().get_object(BUCKET, key).read())
+        docs[doc.workload.clients] = (key, doc)
+    return docs
+
+
+def test_each_client_is_a_pod_with_its_own_volume_behind_the_barrier(run):
+    wf = run.workflow
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    by_template: dict[str, list[dict]] = {}
+    for node in nodes(wf):
+        by_template.setdefault(node.get("templateName"), []).append(node)
+    # one DAG per cell; 1 + 2 client pods; a barrier and a merge per cell; no one-pod cells
+    assert len(by_template["client-cell"]) == 2
+    assert len([n for n in by_template["fio-client"] if n["type"] == "Pod"]) == 3
+    assert len(by_template["cell-barrier"]) == 2 and len(by_template["merge-clients"]) == 2
+    # Argo stops the barriers (daemons) once their cell is done, and counts that a success
+    assert {n["phase"] for n in by_template["cell-barrier"]} == {"Succeeded"}, describe(wf)
+    assert "benchmark-cell" not in by_template
+    # every client pod had a fresh PVC of the class, each bound to its own volume
+    assert len(run.pvcs) == 3, sorted(run.pvcs)
+    assert {p["spec"]["storageClassName"] for p in run.pvcs.values()} == {"pvbench-tmpfs"}
+    volumes = [p["spec"].get("volumeName") for p in run.pvcs.values()]
+    assert len(set(volumes)) == 3 and all(volumes)
+
+
+def test_the_client_pods_measure_the_same_seconds_and_their_totals_are_the_cells(run):
+    wf = run.workflow
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    docs = _results(run.name)
+    assert sorted(docs) == [1, 2]
+    key, doc = docs[2]
     section = doc.clients
-    assert section.count == 2 and [c.client for c in section.per_client] == [1, 2]
+    assert section.count == 2 and section.barrier == "pods" and [c.client for c in section.per_client] == [1, 2]
+    # the barrier's proof: both pods left it within half a second, and measured (nearly) the same seconds
     assert section.start_skew_s is not None and section.start_skew_s < 0.5, section
     assert section.overlap_share is not None and section.overlap_share > 0.8, section
     [total] = [m for m in doc.metrics if m.iops]
     per_client = [m.iops for c in section.per_client for m in c.metrics if m.iops]
     assert len(per_client) == 2 and total.iops == pytest.approx(sum(per_client), rel=1e-6)
     assert 0 < total.straggler_ratio <= 1
-    # the raw output keeps each client's own fio json+ (the totals are rebuilt from it)
+    assert all(c.node for c in section.per_client)
+    # the raw output keeps each client's own fio json+ (the totals are rebuilt from it); each
+    # client pod's own output stays beside it, under clients/<n>/
+    minio = pod_minio()
     raw = minio.client().get_object(BUCKET, key.replace(RESULT_FILE, RAW_FIO_FILE)).read()
     assert json.loads(raw)["format"] == "pvbench.fio-clients/v1" and len(read_clients_raw(raw)) == 2
+    prefix = key.removesuffix(RESULT_FILE)
+    assert sorted(k.removeprefix(prefix) for k in minio.keys(BUCKET, prefix + "clients/")) == [
+        f"clients/{n}/{CLIENT_FILE}" for n in (1, 2)
+    ]
+    # the cell's lifecycle is its slowest client pod's, whose claim is one the run made
     assert doc.lifecycle is not None and doc.lifecycle.pod_start_s is not None
+    assert doc.lifecycle.claim in run.pvcs
+    # N = 1 ran the same way: one client pod behind its barrier
+    one = docs[1][1]
+    assert one.clients is not None and one.clients.count == 1 and one.clients.barrier == "pods"

@@ -42,6 +42,10 @@ LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"  # weekday-office | weekday-night | 
 LABEL_CAMPAIGN = f"{LABEL_PREFIX}/campaign"  # the campaign label (report links use it)
 LABEL_COMPONENT = f"{LABEL_PREFIX}/component"  # benchmark (the fio pods, for anti-affinity)
 COMPONENT_BENCHMARK = "benchmark"
+COMPONENT_BARRIER = "barrier"  # a multi-client cell's start barrier (an Argo daemon step)
+# A multi-client cell's id on its client pods: they may share a node with each other, not with
+# another cell's benchmark pods (the anti-affinity of the node mutex).
+LABEL_CELL = f"{LABEL_PREFIX}/cell"
 LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"  # the workflow that created a PVC (exit-handler cleanup)
 
 # Paths inside the step pods.
@@ -51,7 +55,10 @@ STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
 REPORT_PROJECT_DIR = "/tmp/pvbench/evidence"  # the report step's writable copy of the Evidence project
-CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, more
+CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, next-clients.json, more
+EXPAND_OUT_DIR = "/tmp/pvbench/expand"  # `pvbench expand --outputs`: cells, client-cells
+CLIENT_OUT_DIR = "/tmp/pvbench/client"  # `pvbench fio-step --client`: client.json
+CLIENTS_IN_DIR = "/tmp/pvbench/clients"  # `pvbench fio-step --merge`: every client pod's client.json
 VALIDATE_OUT_DIR = "/tmp/pvbench/validate"  # `pvbench validate --outputs`: cell-timeout
 REPORT_OUT_DIR = "/tmp/pvbench/report-out"  # `pvbench report locate --outputs`: report-location, report-url
 

@@ -3,8 +3,11 @@
 The exit handler's aggregate step gets Argo's list of failed nodes (displayName, message,
 templateName, phase, podName, finishedAt). A cell's node is named after its fan-out item,
 ``benchmark(3:order:3,rep:1,storage_class:fast,workload:randread-iops)``, so the cell it
-stands for (storage class, workload, repetition) is read back from that name. Nodes that only
-say a child failed (the DAGs around the cells, the run itself) add nothing and are left out.
+stands for (storage class, workload, repetition) is read back from that name. A multi-client
+cell's node is its DAG (``benchmark-clients(…)``, template ``client-cell``), which fails when one
+of its steps does; that step (a client pod, the merge) is a row of its own, whose message names
+the cell. Other nodes that only say a child failed (the DAGs around the cells, the run itself)
+add nothing and are left out.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 
-CELL_TEMPLATE = "benchmark-cell"
+CELL_TEMPLATES = ("benchmark-cell", "client-cell")  # a fan-out item each: a one-pod cell, a multi-client cell
 _ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
 # What a parent node says when only a child failed: not a failure of its own.
 _ONLY_A_CHILD = re.compile(
@@ -47,7 +50,7 @@ def parse_failures(text: str | None) -> list[dict]:
     for node in value:
         template, message = node.get("templateName") or "", (node.get("message") or "").strip()
         display = node.get("displayName") or ""
-        cell = cell_of(display) if template == CELL_TEMPLATE else {}
+        cell = cell_of(display) if template in CELL_TEMPLATES else {}
         if not cell and (not message or _ONLY_A_CHILD.search(message)):
             continue  # e.g. the fan-out's group node, or a DAG that only says a child failed
         row = {

@@ -1,11 +1,19 @@
-"""Run one multi-client cell (a test with ``clients`` > 1) in one place: local mode, or one pod.
+"""Run one multi-client cell (a test with ``clients`` > 1): in one place, or as N pods.
 
-Client N gets the subdirectory ``pvbench-client-N`` of the cell's target (local mode's stand-in
-for "its own volume of the class"), its own fio process and the same job; all are released
-together behind a barrier (pvbench.fio.barrier, pvbench.fio.clients). The result document's
-``metrics`` are the totals (pvbench.fio.merge), so every summary and comparison reads them as
-any cell's; ``clients`` holds each client's own result, the start skew and the overlap; the raw
-``fio.json`` holds every client's json+ output (``pvbench.fio.merge.clients_raw``).
+In one place (local mode, ``run_clients_cell``): client N gets the subdirectory
+``pvbench-client-N`` of the cell's target (local mode's stand-in for "its own volume of the
+class"), its own fio process and the same job; all are released together behind a file barrier
+(pvbench.fio.barrier, pvbench.fio.clients).
+
+As N pods (Argo, ``run_pod_client`` then ``merge_pod_clients``): each client pod runs the job on
+its own volume and waits at its own file barrier, which the cell's TCP barrier
+(pvbench.fio.pod_barrier) opens for all pods at once; each pod writes its ``ClientOutput``
+(``pvbench.store.layout.CLIENT_FILE``), and the cell's merge step turns the N of them into the one result.
+
+Either way the result document is made by ``clients_document``: its ``metrics`` are the totals
+(pvbench.fio.merge), so every summary and comparison reads them as any cell's; ``clients``
+holds each client's own result, the start skew and the overlap; the raw ``fio.json`` holds
+every client's json+ output (``pvbench.fio.merge.clients_raw``).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import os
 import platform
 import socket
 from datetime import datetime, timezone
+from typing import Callable
 
 from pvbench import __version__
 from pvbench.fio.barrier import Barrier
@@ -27,56 +36,127 @@ from pvbench.results.schema import Provenance, ResultDocument, WorkloadSpec
 
 
 def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
-    """``run_cell`` for a multi-client test (``plan``: a CellPlan). Returns the document and the raw text."""
-    test, timing, cell = plan.test, plan.timing, plan.cell
+    """``run_cell`` for a multi-client test (``plan``: a CellPlan), every client here. Returns the document and the raw text."""
+    test = plan.test
     n = test.clients
-    notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
     target = plan.target.resolve()
     targets = [client_dir(target, i) for i in range(1, n + 1)]
     for path in targets:
         path.mkdir(exist_ok=True)
     started = datetime.now(timezone.utc)
     with Barrier(timeout_s=plan.fio_timeout_s) as barrier:
-        jobfiles = [
-            render_jobfile(
-                plan.profile, [test], timing, path, overrides={test.name: {"exec_prerun": barrier.prerun(i)}}
-            )
-            for i, path in enumerate(targets, start=1)
-        ]
+        jobfiles = [_jobfile(plan, path, barrier, i) for i, path in enumerate(targets, start=1)]
         runs = run_fio_clients(jobfiles, barrier, jobs_per_client=test.numjobs, timeout_s=plan.fio_timeout_s)
     ended = datetime.now(timezone.utc)
-    node = os.environ.get("PVBENCH_NODE_NAME") or os.environ.get("NODE_NAME")
     outputs = [
-        ClientOutput(r.client, r.run.output, r.ready_ns, r.released_ns, str(targets[r.client - 1]), node) for r in runs
+        ClientOutput(r.client, r.run.output, r.ready_ns, r.released_ns, str(targets[r.client - 1]), _node())
+        for r in runs
     ]
+    where = f"{n} fio clients in {target}/pvbench-client-1..{n}"
+    return clients_document(plan, labels, outputs, started, ended, str(target), filesystem_of(target), where)
+
+
+def run_pod_client(plan, number: int, release: Callable[[], None]) -> dict:
+    """Client ``number`` of an N-pod cell, in this pod on its own volume (``plan.target``).
+
+    Its fio lays out its files and waits at a local file barrier; ``release`` (the cell's TCP
+    barrier) returns once every client pod is ready, and the local barrier opens. Returns what
+    ``CLIENT_FILE`` (pvbench.store.layout) holds: its ``ClientOutput`` and its start/end time and filesystem."""
+    target = plan.target.resolve()
+    started = datetime.now(timezone.utc)
+    with Barrier(timeout_s=plan.fio_timeout_s) as barrier:
+        jobfile = _jobfile(plan, target, barrier, 1)
+        [run] = run_fio_clients(
+            [jobfile], barrier, jobs_per_client=plan.test.numjobs, timeout_s=plan.fio_timeout_s, release=release
+        )
+    ended = datetime.now(timezone.utc)
+    output = ClientOutput(number, run.run.output, run.ready_ns, run.released_ns, str(target), _node())
+    errors = job_errors(output.output)
+    if errors:
+        raise FioError(f"client {number} of {plan.test.clients}: fio reported failed jobs: " + "; ".join(errors))
+    return {
+        "client": output.to_dict(),
+        "started_at": started.isoformat(),
+        "ended_at": ended.isoformat(),
+        "filesystem": filesystem_of(target),
+    }
+
+
+def merge_pod_clients(plan, labels: dict[str, str] | None, pod_outputs: list[dict]) -> tuple[ResultDocument, str]:
+    """The one result of an N-pod cell, from its client pods' client files (any order)."""
+    n = plan.test.clients
+    outputs = sorted((ClientOutput.from_dict(o["client"]) for o in pod_outputs), key=lambda c: c.client)
+    numbers = [o.client for o in outputs]
+    if numbers != list(range(1, n + 1)):
+        missing = sorted(set(range(1, n + 1)) - set(numbers))
+        raise FioError(
+            f"{len(outputs)} client outputs for a {n}-client cell (missing: {missing or '-'}, got {numbers}); "
+            "no result for this cell"
+        )
+    started = min(datetime.fromisoformat(o["started_at"]) for o in pod_outputs)
+    ended = max(datetime.fromisoformat(o["ended_at"]) for o in pod_outputs)
+    filesystems = sorted({o.get("filesystem") for o in pod_outputs if o.get("filesystem")})
+    nodes = sorted({o.node for o in outputs if o.node})
+    where = f"{n} fio client pods, each on its own volume of the class (node(s): {', '.join(nodes) or 'unknown'})"
+    return clients_document(
+        plan, labels, outputs, started, ended, None, ",".join(filesystems) or None, where, barrier="pods"
+    )
+
+
+def _node() -> str | None:
+    return os.environ.get("PVBENCH_NODE_NAME") or os.environ.get("NODE_NAME")
+
+
+def _jobfile(plan, path, barrier: Barrier, client: int) -> str:
+    test = plan.test
+    overrides = {test.name: {"exec_prerun": barrier.prerun(client)}}
+    return render_jobfile(plan.profile, [test], plan.timing, path, overrides=overrides)
+
+
+def clients_document(
+    plan,
+    labels: dict[str, str] | None,
+    outputs: list[ClientOutput],
+    started: datetime,
+    ended: datetime,
+    target_path: str | None,
+    filesystem: str | None,
+    where: str,
+    barrier: str = "file",
+) -> tuple[ResultDocument, str]:
+    """The cell's result document (totals, clients section, provenance) and raw text from its clients' outputs."""
+    test, timing, cell = plan.test, plan.timing, plan.cell
+    n = test.clients
+    notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
     for out in outputs:
         errors = job_errors(out.output)
         if errors:
             raise FioError(f"client {out.client} of {n}: fio reported failed jobs: " + "; ".join(errors))
-    metrics, section = merge_clients(outputs, runtime_s=timing.runtime_s)
+    metrics, section = merge_clients(outputs, runtime_s=timing.runtime_s, barrier=barrier)
     if not metrics:
         raise FioError("fio finished but moved no data; no result for this cell")
     idle = [str(c.client) for c in section.per_client if not c.metrics]
     if idle:
         raise FioError(f"client(s) {', '.join(idle)} of {n} moved no data; no result for this cell")
-    first = runs[0].run.output
+    first = outputs[0].output
     options = {
         **first.get("global options", {}),
         **{k: v for k, v in first["jobs"][0].get("job options", {}).items() if k != "exec_prerun"},
     }
     workload = WorkloadSpec.asked(test, timing, options, clients=n)
-    options["directory"] = str(target)  # the clients' parent; each client's own is in clients.per_client
-    notes["clients"] = f"{n} fio clients in {target}/pvbench-client-1..{n}, released together (start skew "
-    notes["clients"] += f"{section.start_skew_s:.3f} s)" if section.start_skew_s is not None else "unknown)"
+    if target_path is not None:
+        options["directory"] = target_path  # the clients' parent; each client's own is in clients.per_client
+    skew = f"{section.start_skew_s:.3f} s" if section.start_skew_s is not None else "unknown"
+    notes["clients"] = f"{where}, released together (start skew {skew})"
     provenance = Provenance(
         source="fio",
         pvbench_version=__version__,
         fio_version=first.get("fio version") or fio_version(),
         kernel=platform.release(),
         host=socket.gethostname(),
-        node=node,
-        target_path=str(target),
-        filesystem=filesystem_of(target),
+        node=outputs[0].node,
+        target_path=target_path or outputs[0].target_path,
+        filesystem=filesystem,
         provisioner=os.environ.get("PVBENCH_PROVISIONER") or None,
         kubernetes_version=os.environ.get("PVBENCH_KUBERNETES_VERSION") or None,
         fio_options={k: str(v) for k, v in options.items()},

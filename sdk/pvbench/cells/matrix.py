@@ -70,3 +70,27 @@ def expand(
                 )
             )
     return cells
+
+
+CELLS_FAN_OUT = "cells"  # cells that run as one pod
+CLIENT_CELLS_FAN_OUT = "client-cells"  # cells that run as N client pods, a barrier and a merge step
+
+
+def argo_fan_outs(items: list[tuple[str, str, dict]]) -> dict[str, list[dict]]:
+    """A run's fan-out items (``(profile, workload, item)``, in the run's order) as the benchmark
+    template's two fan-outs, each keeping that order: CELLS_FAN_OUT and CLIENT_CELLS_FAN_OUT, whose
+    items also say ``clients`` (how many client pods).
+
+    A profile with a multi-client test runs *all* its cells as client pods, N = 1 too: then x1 and
+    xN are measured by the same kind of pod (own volume, barrier, merge), and a run of that profile
+    is one fan-out in one random order, never "all single cells first".
+    """
+    fan_outs: dict[str, list[dict]] = {CELLS_FAN_OUT: [], CLIENT_CELLS_FAN_OUT: []}
+    loaded = {}
+    for spec, workload, item in items:
+        profile = loaded[spec] if spec in loaded else loaded.setdefault(spec, load_profile(spec))
+        if any(test.clients > 1 for test in profile.tests):
+            fan_outs[CLIENT_CELLS_FAN_OUT].append({**item, "clients": profile.test(workload).clients})
+        else:
+            fan_outs[CELLS_FAN_OUT].append(item)
+    return fan_outs

@@ -33,10 +33,11 @@ LAYOUT_FLOOR_BYTES_S = 10 * 2**20
 CELL_OVERHEAD_S = 60
 
 
-def max_jobs(test: FioTest) -> int:
+def max_jobs(test: FioTest, one_client: bool = False) -> int:
     """Most fio jobs (each with its own file) the test may run: the load search tries up to 32;
-    a multi-client test runs its jobs once per client."""
-    return max(test.numjobs, 32 if test.load_target else 1) * test.clients
+    a multi-client test runs its jobs once per client (``one_client``: those of one client, what
+    one client pod's own volume holds)."""
+    return max(test.numjobs, 32 if test.load_target else 1) * (1 if one_client else test.clients)
 
 
 def probe_timing(timing: Timing) -> Timing:
@@ -85,13 +86,20 @@ class CellPlan:
         return volume_wait_s + 2 * self.fio_seconds + layout + CELL_OVERHEAD_S
 
 
-def plan_cell(cell: Cell, target: Path, overrides: TimingOverrides = TimingOverrides(), check: bool = True) -> CellPlan:
-    """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong."""
+def plan_cell(
+    cell: Cell,
+    target: Path,
+    overrides: TimingOverrides = TimingOverrides(),
+    check: bool = True,
+    one_client: bool = False,
+) -> CellPlan:
+    """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong.
+    ``one_client``: the target is one client pod's own volume (only its jobs' files must fit)."""
     profile = load_profile(cell.profile)
     test = profile.test(cell.workload)
     timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
     if check:
-        check_target(target, timing.size_bytes, max_jobs(test))
+        check_target(target, timing.size_bytes, max_jobs(test, one_client))
     return CellPlan(cell, profile, test, timing, target)
 
 

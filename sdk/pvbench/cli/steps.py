@@ -12,9 +12,10 @@ import typer
 from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
 from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.cli.profiles import PROFILE_NAMES
+from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
 from pvbench.results.schema import LIFECYCLE_METRICS
-from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
+from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE
 
 app = typer.Typer()
 
@@ -61,14 +62,28 @@ def expand(
     repetitions: RepsOpt = 1,
     seed: SeedOpt = 1,
     tests: TestsOpt = "",
+    outputs: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Also write Argo's two fan-outs here: cells (one pod each) and client-cells (N client pods each)"
+        ),
+    ] = None,
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
     Each item holds only what tells the run's cells apart (storage_class, workload, rep, order);
-    Argo names each fan-out node after its item.
+    Argo names each fan-out node after its item. With --outputs, the same items split into the
+    template's two fan-outs (pvbench.cells.matrix.argo_fan_outs).
     """
+    from pvbench.cells.matrix import argo_fan_outs
+
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
     sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
+    if outputs is not None:
+        outputs.mkdir(parents=True, exist_ok=True)
+        fan_outs = argo_fan_outs([(cell.profile, cell.workload, cell.fan_out_item()) for cell in cells])
+        for name, items in fan_outs.items():
+            (outputs / name).write_text(json.dumps(items) + "\n")
 
 
 @app.command()
@@ -128,13 +143,12 @@ def validate(
                 continue
             seen.add((cell.profile, cell.workload))
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
-            jobs = max_jobs(plan.test)
+            # on Argo each client of a multi-client test is a pod with its own volume of this size
+            jobs = max_jobs(plan.test, one_client=True)
             if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
-                # a multi-client test's clients write into one volume until each pod has its own
-                jobs_text = f"{jobs} job(s)" if plan.test.clients == 1 else f"{jobs // plan.test.clients} job(s)"
-                jobs_text += f" × {plan.test.clients} client(s)" if plan.test.clients > 1 else ""
+                per = " per client pod" if plan.test.clients > 1 else ""
                 fail(
-                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs_text} does not fit in a "
+                    f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s){per} does not fit in a "
                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
                 )
             deadline = max(deadline, plan.deadline_s(volume_wait))
@@ -152,7 +166,6 @@ def validate(
 # ---------------------------------------------------------------- one cell (the pod step)
 @app.command("fio-step")
 def fio_step(
-    target: Annotated[Path, typer.Option(help="Directory on the storage under test (the PVC mount)")],
     campaign: CampaignOpt,
     run: RunOpt,
     occasion: OccasionOpt,
@@ -160,6 +173,9 @@ def fio_step(
     profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
     workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
     rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
+    target: Annotated[
+        Optional[Path], typer.Option(help="Directory on the storage under test (the PVC mount); not with --merge")
+    ] = None,
     order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the randomized order, recorded in the result")] = None,
     ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
@@ -179,18 +195,42 @@ def fio_step(
     spool: Annotated[Optional[Path], typer.Option(help="Where a result waits if the store is down")] = None,
     label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the result, repeatable")] = None,
     cleanup: Annotated[bool, typer.Option(help="Remove fio's files from the target afterwards")] = False,
+    client: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1,
+            help="Run only client N of a multi-client cell (one of its N pods, on its own volume), released with "
+            f"the others by --barrier; writes {CLIENT_FILE} to --out for the cell's --merge step, no result",
+        ),
+    ] = None,
+    barrier: Annotated[
+        Optional[str], typer.Option(help="host:port of the cell's start barrier (`pvbench barrier`), with --client")
+    ] = None,
+    merge: Annotated[
+        Optional[Path],
+        typer.Option(
+            help=f"Make the cell's result from its client pods' {CLIENT_FILE} files under this directory "
+            "instead of running fio"
+        ),
+    ] = None,
 ) -> None:
-    """Run one cell with fio and write its result document (what each Argo step pod runs)."""
+    """Run one cell with fio and write its result document (what each Argo step pod runs).
+
+    A multi-client cell on Argo runs as N pods: each runs this with --client (its own fio on its
+    own volume, released together by the cell's barrier), then one runs it with --merge.
+    """
     from pvbench.cells.cell import Cell
-    from pvbench.cells.publish import publish
-    from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
-    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
-    from pvbench.fio.target import remove_fio_files
-    from pvbench.kube.lifecycle import read_own
+    from pvbench.cells.run import TimingOverrides, plan_cell
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
     try:
+        if merge is not None and (target is not None or client is not None):
+            raise ValueError("--merge makes a cell's result from its clients' outputs: no --target, no --client")
+        if merge is None and target is None:
+            raise ValueError("--target is needed (the directory fio runs on)")
+        if client is not None and (barrier is None or out is None or store is not None):
+            raise ValueError("--client needs --barrier (the cell's start barrier) and --out, and stores nothing")
         labels = parse_labels(label or [])
         cell = Cell(
             campaign=campaign,
@@ -208,12 +248,36 @@ def fio_step(
                 f"the result would be stored under {key!r}, but the key layout puts this cell at "
                 f"{cell.identity().prefix()!r}; the template and pvbench disagree"
             )
-        plan = plan_cell(cell, target, TimingOverrides(ramp, runtime, size))
+        overrides = TimingOverrides(ramp, runtime, size)
+        if merge is not None:
+            plan = plan_cell(cell, Path("/"), overrides, check=False)
+        else:
+            plan = plan_cell(cell, target, overrides, one_client=client is not None)
+        if client is not None and not 1 <= client <= plan.test.clients:
+            raise ValueError(f"--client {client}: {cell.workload} has {plan.test.clients} client(s)")
         store_obj = open_store(store) if store else None
         if store_obj is not None:
             store_obj.check()  # reachable, bucket there, writable: before fio, not after it
     except (ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
+    if client is not None:
+        _run_pod_client(plan, client, barrier, out, target, cleanup)
+        return
+    if merge is not None:
+        doc, raw = _merge_pod_clients(plan, labels, merge)
+    else:
+        doc, raw = _run_whole_cell(plan, labels, target, cleanup)
+    _report_cell(doc, raw, out, store_obj, spool)
+
+
+def _run_whole_cell(plan, labels, target: Path, cleanup: bool):
+    """Every client of the cell here (one fio, or N behind the file barrier), its lifecycle read first."""
+    from pvbench.cells.run import run_cell
+    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
+    from pvbench.fio.target import remove_fio_files
+    from pvbench.kube.lifecycle import read_own
+
+    cell = plan.cell
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
     # In a Kubernetes pod: how long its volume took to become usable, read before fio starts
     lifecycle, lifecycle_problem = read_own()
@@ -233,14 +297,77 @@ def fio_step(
     finally:
         if cleanup:
             remove_fio_files(target)
-    if lifecycle is not None or lifecycle_problem:
-        notes = doc.provenance.notes | ({"lifecycle": lifecycle_problem} if lifecycle_problem else {})
-        doc = doc.model_copy(
-            update={"lifecycle": lifecycle, "provenance": doc.provenance.model_copy(update={"notes": notes})}
-        )
-        if lifecycle is not None:
-            spans = {name: getattr(lifecycle, name) for name in LIFECYCLE_METRICS}
-            console.print("  volume lifecycle: " + ", ".join(f"{k} {v:g}" for k, v in spans.items() if v is not None))
+    return _with_lifecycle(doc, lifecycle, lifecycle_problem), raw
+
+
+def _with_lifecycle(doc, lifecycle, problem: str | None):
+    if lifecycle is None and not problem:
+        return doc
+    notes = doc.provenance.notes | ({"lifecycle": problem} if problem else {})
+    if lifecycle is not None:
+        spans = {name: getattr(lifecycle, name) for name in LIFECYCLE_METRICS}
+        console.print("  volume lifecycle: " + ", ".join(f"{k} {v:g}" for k, v in spans.items() if v is not None))
+    return doc.model_copy(
+        update={"lifecycle": lifecycle, "provenance": doc.provenance.model_copy(update={"notes": notes})}
+    )
+
+
+def _run_pod_client(plan, number: int, barrier: str, out: Path, target: Path, cleanup: bool) -> None:
+    """One client pod of an N-pod cell: HELLO to the barrier, fio lays out and waits, GO, measure, CLIENT_FILE."""
+    from pvbench.cells.clients import run_pod_client
+    from pvbench.fio.pod_barrier import BarrierClient
+    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
+    from pvbench.fio.target import remove_fio_files
+    from pvbench.kube.lifecycle import read_own
+
+    n, what = plan.test.clients, plan.cell.describe()
+    console.print(f"[bold]pvbench[/] {what}: client {number} of {n} on {target}, barrier {barrier}")
+    lifecycle, lifecycle_problem = read_own()
+    if lifecycle_problem:
+        console.print(f"  [yellow]{lifecycle_problem}[/]")
+    try:
+        with stop_on_signals(), BarrierClient(barrier, number, plan.fio_timeout_s) as gate:
+            with console.status(f"fio {plan.test.name}: laying out, then waiting for the other clients"):
+                output = run_pod_client(plan, number, gate.release)
+    except FioError as exc:
+        fail(f"{what}: {exc}", code=1)
+    except Interrupted as exc:
+        fail(f"{what}: client {number}: {exc}; fio was stopped", code=exc.exit_code)
+    finally:
+        if cleanup:
+            remove_fio_files(target)
+    output["lifecycle"] = lifecycle.model_dump(mode="json") if lifecycle is not None else None
+    output["lifecycle_problem"] = lifecycle_problem
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CLIENT_FILE).write_text(json.dumps(output, indent=1))
+    released = output["client"]["released_ns"]
+    console.print(f"  released at {max(released) / 1e9:.3f} (unix s); wrote {out / CLIENT_FILE}")
+
+
+def _merge_pod_clients(plan, labels, directory: Path):
+    """The cell's result from its client pods' outputs; its lifecycle is its slowest client pod's."""
+    from pvbench.cells.clients import merge_pod_clients
+    from pvbench.fio.runner import FioError
+    from pvbench.results.schema import VolumeLifecycle
+
+    files = sorted(directory.rglob(CLIENT_FILE))
+    console.print(f"[bold]pvbench[/] {plan.cell.describe()}: merging {len(files)} client output(s) from {directory}")
+    try:
+        outputs = [json.loads(f.read_text()) for f in files]
+        doc, raw = merge_pod_clients(plan, labels, outputs)
+    except (FioError, ValueError, KeyError) as exc:
+        fail(f"{plan.cell.describe()}: {exc}", code=1)
+    lifecycles = [VolumeLifecycle.model_validate(o["lifecycle"]) for o in outputs if o.get("lifecycle")]
+    problems = sorted({o["lifecycle_problem"] for o in outputs if o.get("lifecycle_problem")})
+    # the cell could start only once its last client pod could: that pod's record, whole
+    slowest = max(lifecycles, key=lambda lc: (lc.pod_start_s is not None, lc.pod_start_s or 0), default=None)
+    return _with_lifecycle(doc, slowest, "; ".join(problems) or None), raw
+
+
+def _report_cell(doc, raw: str, out: Path | None, store_obj, spool: Path | None) -> None:
+    """Write the result (--out), print its headline numbers, store it (--store)."""
+    from pvbench.cells.publish import publish
+
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / RAW_FIO_FILE).write_text(raw)
@@ -267,3 +394,26 @@ def fio_step(
             )
             fail(f"result could not be stored ({outcome.error}); {kept}", code=3)
         console.print(f"  stored {store_obj.url}/{outcome.key}")
+
+
+@app.command("barrier")
+def barrier_serve(
+    clients: Annotated[int, typer.Option(min=1, max=64, help="How many client pods the cell has")],
+    timeout: Annotated[str, typer.Option(help="Give up (ABORT every client) unless all are ready by then, e.g. 600s")],
+    port: Annotated[int, typer.Option(help="TCP port to listen on")] = DEFAULT_BARRIER_PORT,
+    linger: Annotated[bool, typer.Option(help="After GO, stay up until stopped (SIGTERM), then exit 0")] = False,
+) -> None:
+    """Serve one multi-client cell's start barrier: GO to every client pod once all N are ready (pvbench.fio.pod_barrier).
+
+    What the cell's Argo daemon step runs; its pod IP is the clients' --barrier. Exit 0 after GO,
+    1 after ABORT (a client left before the start, or not all were ready in time). With --linger
+    (an Argo daemon step) it stays up after GO until it is stopped, and exits 0 then."""
+    from pvbench.fio.pod_barrier import BarrierServer
+    from pvbench.profiles import parse_seconds
+
+    try:
+        timeout_s = parse_seconds(timeout)
+    except ProfileError as exc:
+        fail(str(exc))
+    server = BarrierServer(clients, timeout_s, log=lambda line: console.print(line, highlight=False))
+    raise typer.Exit(server.run(port=port, linger=linger))

@@ -230,8 +230,8 @@ def ci_check(
     outputs: Annotated[
         Optional[Path],
         typer.Option(
-            help="Also write next.json (the next list) and more (true/false: another round is needed) into "
-            "this directory, for Argo output parameters"
+            help="Also write next.json and next-clients.json (the next list, split as `pvbench expand --outputs` "
+            "splits it) and more (true/false: another round is needed) into this directory, for Argo output parameters"
         ),
     ] = None,
 ) -> None:
@@ -245,6 +245,7 @@ def ci_check(
     """
     from pvbench.analytics import AnalyticsError
     from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+    from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, argo_fan_outs
     from pvbench.pipeline import build_tables
     from pvbench.pipeline.adaptive import next_round
     from pvbench.stats.adaptive import AdaptiveSettings
@@ -268,9 +269,13 @@ def ci_check(
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
-        # the fan-out items only (what tells cells apart): Argo names each node after its item
-        items = [{k: nxt[k] for k in FAN_OUT_ITEM_KEYS} for nxt in next_cells]
-        (outputs / "next.json").write_text(json.dumps(items) + "\n")
+        # the fan-out items only (what tells cells apart): Argo names each node after its item;
+        # split as `pvbench expand` splits them (cells of one pod, cells of N client pods)
+        fan_outs = argo_fan_outs(
+            [(nxt["profile"], nxt["workload"], {k: nxt[k] for k in FAN_OUT_ITEM_KEYS}) for nxt in next_cells]
+        )
+        (outputs / "next.json").write_text(json.dumps(fan_outs[CELLS_FAN_OUT]) + "\n")
+        (outputs / "next-clients.json").write_text(json.dumps(fan_outs[CLIENT_CELLS_FAN_OUT]) + "\n")
         (outputs / "more").write_text("true" if next_cells else "false")
     if report["need_more"] and not exit_zero:
         raise typer.Exit(1)

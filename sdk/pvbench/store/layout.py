@@ -27,6 +27,10 @@ COMPACT_DOCUMENTS_FILE = "documents.parquet"
 COMPACT_FAILURES_FILE = "failures.parquet"
 RESULT_FILE = "result.json"
 RAW_FIO_FILE = "fio.json"
+# One client pod's output in a multi-client cell on Argo (pvbench.cells.clients.run_pod_client), under
+# the cell's prefix at clients/<n>/: the merge step reads them; analytics reads only RESULT_FILE.
+CLIENT_FILE = "client.json"
+CLIENTS_DIR = "clients"
 ALL_RUNS = "all"
 REPORT_DIR = "report"
 
