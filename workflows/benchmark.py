@@ -1,9 +1,14 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
-    validate ─▶ expand ─▶ benchmark-cell × N (withParam) ─▶ adaptive (only if adaptive-target is set)
+    validate ─▶ expand ─┬▶ benchmark-cell × cells (withParam, one pod each)     ─┬▶ adaptive (if adaptive-target is set)
+                        └▶ client-cell × client-cells (a profile with multi-client tests) ─┘
+    client-cell:  barrier (daemon) ─▶ fio-client × N (withSequence, own PVC each) ─▶ merge-clients
     exit handler, whatever happened: cleanup (stuck cell pods) ─▶ aggregate ─▶ report
 
-    adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next (withParam) ─▶ adaptive (round + 1)
+    adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next, client-cell × next-clients ─▶ adaptive (round + 1)
+
+One cell runs at a time (the main and adaptive DAGs' parallelism: a one-pod cell, or a
+multi-client cell's whole DAG, is one child).
 
 Every step is a ``pvbench`` command; this file only says how Argo wires them.
 Rendered to templates/benchmark.yaml by ``pvbench render`` (never edit that file).
@@ -31,7 +36,14 @@ from hera.workflows.archive import NoneArchiveStrategy
 
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
-from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT
+from pvbench.cells.matrix import (
+    CELLS_FAN_OUT,
+    CLIENT_CELLS_FAN_OUT,
+    CLIENT_VOLUMES,
+    FAN_OUTS,
+    NEXT_ROUND,
+    SHARED_CLIENT_CELLS_FAN_OUT,
+)
 from pvbench.cells.run import max_jobs
 from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
 from pvbench.kube import lifecycle
@@ -217,6 +229,10 @@ PARAMETERS = [
                   f"{_each_profiles(lambda t: t.size)}. Checked against volume-size before anything starts."),
     P(name="volume-size", value=VOLUME_SIZE,
       description="Size of each fresh PVC, e.g. 10Gi (cloud disks: size sets speed)."),
+    P(name="client-volumes", value="own", enum=list(CLIENT_VOLUMES),
+      description="Multi-client tests (the scaling profile): own = each client pod gets its own fresh PVC of the "
+                  "class (ReadWriteOnce); shared = all N client pods of a cell mount one fresh ReadWriteMany PVC of "
+                  "the class, each writing in its own directory (CephFS, NFS, RWX block): the class must offer RWX."),
     P(name="volume-timeout", value="10m",
       description="How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails; "
                   "the cell's deadline is this plus its fio time, so a volume that never binds cannot hold the node."),
@@ -299,6 +315,8 @@ with WorkflowTemplate(
             WF("volume-size"),
             "--volume-timeout",
             WF("volume-timeout"),
+            "--client-volumes",
+            WF("client-volumes"),
             "--outputs",
             c.VALIDATE_OUT_DIR,
         ],  # fmt: skip
@@ -332,15 +350,12 @@ with WorkflowTemplate(
         image=RUNNER,
         image_pull_policy=PULL,
         command=["pvbench"],
-        args=["expand", *MATRIX_ARGS, "--outputs", c.EXPAND_OUT_DIR],
+        args=["expand", *MATRIX_ARGS, "--client-volumes", WF("client-volumes"), "--outputs", c.EXPAND_OUT_DIR],
         security_context=STRICT,
         resources=SMALL,
         volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,
-        outputs=[
-            Parameter(name=name, value_from=m.ValueFrom(path=f"{c.EXPAND_OUT_DIR}/{name}"))
-            for name in (CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT)
-        ],
+        outputs=[Parameter(name=name, value_from=m.ValueFrom(path=f"{c.EXPAND_OUT_DIR}/{name}")) for name in FAN_OUTS],
     )
 
     # 3. One cell: fio on a fresh PVC of the cell's storage class.
@@ -385,21 +400,8 @@ with WorkflowTemplate(
     ]  # fmt: skip
     volume_size_patch = {"volumes": [{"name": "target", "ephemeral": {"volumeClaimTemplate": {
         "spec": {"resources": {"requests": {"storage": WF("volume-size")}}}}}}]}  # fmt: skip
-    # What every fio pod shares: a fresh volume of the class, the node selection, the deadline,
-    # the token to read its own lifecycle; only one cell's fio pods run on a node at a time.
-    fio_pod = dict(
-        image=RUNNER,
-        image_pull_policy=PULL,
-        command=["pvbench"],
-        env=[
-            FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName"),  # recorded in each result
-            # the cell reads its own pod, claim and volume: the volume lifecycle (pvbench.kube.lifecycle)
-            FieldEnv(name=lifecycle.POD_NAME_ENV, field_path="metadata.name"),
-            FieldEnv(name=lifecycle.POD_NAMESPACE_ENV, field_path="metadata.namespace"),
-        ],
-        security_context=STRICT,
-        resources=CELL,
-        timeout=CELL_TIMEOUT,
+    # A fresh volume of the class for each pod (a one-pod cell, or a client pod with its own)
+    fresh_volume = dict(
         pod_spec_patch=json.dumps(volume_size_patch, separators=(",", ":")),
         volumes=[
             tmp("256Mi"),
@@ -419,6 +421,22 @@ with WorkflowTemplate(
                 ),
             ),
         ],
+    )
+    # What every fio pod shares: the node selection, the deadline, the token to read its own
+    # lifecycle, the volume under test at /data; only one cell's fio pods run on a node at a time.
+    fio_pod = dict(
+        image=RUNNER,
+        image_pull_policy=PULL,
+        command=["pvbench"],
+        env=[
+            FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName"),  # recorded in each result
+            # the cell reads its own pod, claim and volume: the volume lifecycle (pvbench.kube.lifecycle)
+            FieldEnv(name=lifecycle.POD_NAME_ENV, field_path="metadata.name"),
+            FieldEnv(name=lifecycle.POD_NAMESPACE_ENV, field_path="metadata.namespace"),
+        ],
+        security_context=STRICT,
+        resources=CELL,
+        timeout=CELL_TIMEOUT,
         volume_mounts=[
             m.VolumeMount(name="target", mount_path=c.TARGET_DIR),
             m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True),
@@ -459,6 +477,7 @@ with WorkflowTemplate(
         ),
         outputs=[result_artifact],
         **fio_pod,
+        **fresh_volume,
     )
 
     # 3b. A multi-client cell (docs/multi-client.md): N client pods, each with its own fresh PVC
@@ -482,65 +501,92 @@ with WorkflowTemplate(
         resources=SMALL,
         volumes=[tmp("16Mi")],
     )
-    # A client pod: the cell's job on its own volume; its fio lays out its files, then waits for
-    # the barrier's GO. Its client.json goes under the cell's key (clients/<n>/) for the merge.
+    # A client pod: the cell's job on its volume; its fio lays out its files, then waits for the
+    # barrier's GO. Its client.json goes under the cell's key (clients/<n>/) for the merge.
     # The client pods of one cell may share a node (they carry the cell's id), never with
     # another cell's benchmark pods; they prefer distinct nodes, so that N clients load the
     # storage from N nodes where there are N nodes.
     cell_id = "{{workflow.uid}}-" + IN("order")
     this_cells_pods = m.LabelSelector(match_labels={c.LABEL_CELL: cell_id})
-    fio_client = Container(
-        name="fio-client",
-        inputs=[*cell_inputs, Parameter(name="client"), Parameter(name="barrier")],
-        args=[
-            "fio-step",
-            "--target",
-            c.TARGET_DIR,
-            *cell_args,
-            "--client",
-            IN("client"),
-            "--barrier",
-            IN("barrier"),
-            "--out",
-            c.CLIENT_OUT_DIR,
-            "--cleanup",
-        ],  # fmt: skip
-        labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK, c.LABEL_CELL: cell_id},
-        affinity=m.Affinity(
-            pod_anti_affinity=m.PodAntiAffinity(
-                required_during_scheduling_ignored_during_execution=[
-                    m.PodAffinityTerm(
-                        label_selector=m.LabelSelector(
-                            match_expressions=[
-                                m.LabelSelectorRequirement(
-                                    key=c.LABEL_COMPONENT, operator="In", values=[c.COMPONENT_BENCHMARK]
-                                ),
-                                m.LabelSelectorRequirement(key=c.LABEL_CELL, operator="NotIn", values=[cell_id]),
-                            ]
-                        ),
-                        topology_key="kubernetes.io/hostname",
-                    )
-                ],
-                preferred_during_scheduling_ignored_during_execution=[
-                    m.WeightedPodAffinityTerm(
-                        weight=100,
-                        pod_affinity_term=m.PodAffinityTerm(
-                            label_selector=this_cells_pods, topology_key="kubernetes.io/hostname"
-                        ),
-                    )
-                ],
-            )
-        ),
-        outputs=[
-            S3Artifact(
-                name="client",
-                path=c.CLIENT_OUT_DIR,
-                key=f"{cell_key}/{CLIENTS_DIR}/{IN('client')}",
-                archive=NoneArchiveStrategy(),
-            )
-        ],
-        **fio_pod,
+    client_affinity = m.Affinity(
+        pod_anti_affinity=m.PodAntiAffinity(
+            required_during_scheduling_ignored_during_execution=[
+                m.PodAffinityTerm(
+                    label_selector=m.LabelSelector(
+                        match_expressions=[
+                            m.LabelSelectorRequirement(
+                                key=c.LABEL_COMPONENT, operator="In", values=[c.COMPONENT_BENCHMARK]
+                            ),
+                            m.LabelSelectorRequirement(key=c.LABEL_CELL, operator="NotIn", values=[cell_id]),
+                        ]
+                    ),
+                    topology_key="kubernetes.io/hostname",
+                )
+            ],
+            preferred_during_scheduling_ignored_during_execution=[
+                m.WeightedPodAffinityTerm(
+                    weight=100,
+                    pod_affinity_term=m.PodAffinityTerm(
+                        label_selector=this_cells_pods, topology_key="kubernetes.io/hostname"
+                    ),
+                )
+            ],
+        )
     )
+
+    def client_pod(name: str, shared: bool) -> Container:
+        """A client pod on a fresh volume of its own, or on the cell's one shared volume (input `claim`)."""
+        if shared:
+            volume = dict(
+                volumes=[
+                    tmp("256Mi"),
+                    KUBE_API,
+                    m.Volume(
+                        name="target",
+                        persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=IN("claim")),
+                    ),
+                ]
+            )
+        else:
+            volume = fresh_volume
+        return Container(
+            name=name,
+            inputs=[
+                *cell_inputs,
+                Parameter(name="client"),
+                Parameter(name="barrier"),
+                *([Parameter(name="claim")] if shared else []),
+            ],
+            args=[
+                "fio-step",
+                "--target",
+                c.TARGET_DIR,
+                *cell_args,
+                "--client",
+                IN("client"),
+                "--barrier",
+                IN("barrier"),
+                *(["--shared-volume"] if shared else []),
+                "--out",
+                c.CLIENT_OUT_DIR,
+                "--cleanup",
+            ],  # fmt: skip
+            labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK, c.LABEL_CELL: cell_id},
+            affinity=client_affinity,
+            outputs=[
+                S3Artifact(
+                    name="client",
+                    path=c.CLIENT_OUT_DIR,
+                    key=f"{cell_key}/{CLIENTS_DIR}/{IN('client')}",
+                    archive=NoneArchiveStrategy(),
+                )
+            ],
+            **fio_pod,
+            **volume,
+        )
+
+    fio_client = client_pod("fio-client", shared=False)
+    fio_client_shared = client_pod("fio-client-shared", shared=True)
     # The merge: the N client outputs (fetched by Argo from under the cell's key) -> the cell's
     # one result.json and fio.json, under the cell's key, as a one-pod cell stores them.
     merge_clients = Container(
@@ -569,23 +615,88 @@ with WorkflowTemplate(
         retry_strategy=TRANSIENT,
         outputs=[result_artifact],
     )
+    # client-volumes=shared: the cell's one ReadWriteMany claim of the class, made before the
+    # clients and deleted after the merge, by the only identity that may (pvbench-volumes, the
+    # chart's benchmark.sharedClientVolumes). The workflow owns it too, so a claim a stopped run
+    # left behind goes when the workflow is deleted. Argo's own container runs these steps: their
+    # resources come in by podSpecPatch.
+    argo_step_resources = json.dumps({"containers": [{"name": "main", "resources": {
+        "requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]},
+        separators=(",", ":"))  # fmt: skip
+    shared_claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "generateName": "pvbench-shared-",
+            "labels": {c.LABEL_WORKFLOW: "{{workflow.name}}", c.LABEL_CELL: cell_id},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": IN("storage-class"),
+            "resources": {"requests": {"storage": WF("volume-size")}},
+        },
+    }
+    shared_volume = Resource(
+        name="shared-volume",
+        inputs=cell_inputs,
+        action="create",
+        set_owner_reference=True,
+        manifest=json.dumps(shared_claim, indent=1),
+        service_account_name=c.VOLUMES_SERVICE_ACCOUNT,
+        executor=m.ExecutorConfig(service_account_name=c.VOLUMES_SERVICE_ACCOUNT),
+        pod_spec_patch=argo_step_resources,
+        retry_strategy=TRANSIENT,
+        outputs=[Parameter(name="claim", value_from=m.ValueFrom(json_path="{.metadata.name}"))],
+    )
+    release_volume = Resource(
+        name="release-volume",
+        inputs=[Parameter(name="claim")],
+        action="delete",
+        service_account_name=c.VOLUMES_SERVICE_ACCOUNT,
+        executor=m.ExecutorConfig(service_account_name=c.VOLUMES_SERVICE_ACCOUNT),
+        pod_spec_patch=argo_step_resources,
+        retry_strategy=TRANSIENT,
+        flags=["persistentvolumeclaim", IN("claim"), "--ignore-not-found", "--wait=false"],
+    )
     passed_on = [Parameter(name=p.name, value=IN(p.name)) for p in cell_inputs]
+
+    def client_arguments(*extra: Parameter) -> list[Parameter]:
+        return [
+            *passed_on,
+            Parameter(name="client", value="{{item}}"),
+            Parameter(name="barrier", value="{{tasks.barrier.ip}}:" + barrier_port),
+            *extra,
+        ]
+
+    barrier_arguments = [Parameter(name="clients", value=IN("clients"))]
+    each_client = m.Sequence(start="1", count=IN("clients"))
     with DAG(name="client-cell", inputs=[*cell_inputs, Parameter(name="clients")]) as client_cell:
-        t_barrier = Task(
-            name="barrier", template=cell_barrier, arguments=[Parameter(name="clients", value=IN("clients"))]
-        )
-        t_client = Task(
-            name="client",
-            template=fio_client,
-            with_sequence=m.Sequence(start="1", count=IN("clients")),
-            arguments=[
-                *passed_on,
-                Parameter(name="client", value="{{item}}"),
-                Parameter(name="barrier", value="{{tasks.barrier.ip}}:" + barrier_port),
-            ],
-        )
+        t_barrier = Task(name="barrier", template=cell_barrier, arguments=barrier_arguments)
+        t_client = Task(name="client", template=fio_client, with_sequence=each_client, arguments=client_arguments())
         t_merge = Task(name="merge", template=merge_clients, arguments=passed_on)
         t_barrier >> t_client >> t_merge
+    # Shared: the claim is released whatever became of the clients and the merge. failFast off,
+    # or a failed client would stop the release; the DAG's targets are the merge and the
+    # release, so a failed client (merge omitted) still fails the cell.
+    claim = "{{tasks.volume.outputs.parameters.claim}}"
+    with DAG(
+        name="shared-client-cell",
+        inputs=[*cell_inputs, Parameter(name="clients")],
+        fail_fast=False,
+        target="merge release",
+    ) as shared_client_cell:
+        s_barrier = Task(name="barrier", template=cell_barrier, arguments=barrier_arguments)
+        s_volume = Task(name="volume", template=shared_volume, arguments=passed_on)
+        s_client = Task(
+            name="client",
+            template=fio_client_shared,
+            with_sequence=each_client,
+            arguments=client_arguments(Parameter(name="claim", value=claim)),
+        )
+        s_merge = Task(name="merge", template=merge_clients, arguments=passed_on)
+        s_release = Task(name="release", template=release_volume, arguments=[Parameter(name="claim", value=claim)])
+        [s_barrier, s_volume] >> s_client >> s_merge
+        s_release.depends = "volume.Succeeded && (merge.Succeeded || merge.Failed || merge.Errored || merge.Omitted)"
 
     # 4. DuckDB over the run's results (fetched from the artifact repository by Argo, so the
     #    pod holds no S3 credentials) and the compacts of the campaign's earlier runs: the run is
@@ -764,6 +875,8 @@ with WorkflowTemplate(
             "--round",
             IN("round"),
             "--exit-zero",
+            "--client-volumes",
+            WF("client-volumes"),
             "--outputs",
             c.CHECK_OUT_DIR,
         ],  # fmt: skip
@@ -772,8 +885,10 @@ with WorkflowTemplate(
         volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,
         outputs=[
-            Parameter(name="next", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next.json")),
-            Parameter(name="next-clients", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/next-clients.json")),
+            *[
+                Parameter(name=name, value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/{name}.json"))
+                for name in NEXT_ROUND.values()
+            ],
             Parameter(name="more", value_from=m.ValueFrom(path=f"{c.CHECK_OUT_DIR}/more")),
         ],
     )
@@ -802,14 +917,21 @@ with WorkflowTemplate(
         a_cells = Task(
             name="benchmark",
             template=benchmark_cell,
-            with_param="{{tasks.check.outputs.parameters.next}}",
+            with_param="{{tasks.check.outputs.parameters.%s}}" % NEXT_ROUND[CELLS_FAN_OUT],
             when=more,
             arguments=cell_arguments(),
         )
         a_client_cells = Task(
             name="benchmark-clients",
             template=client_cell,
-            with_param="{{tasks.check.outputs.parameters.next-clients}}",
+            with_param="{{tasks.check.outputs.parameters.%s}}" % NEXT_ROUND[CLIENT_CELLS_FAN_OUT],
+            when=more,
+            arguments=cell_arguments(clients=True),
+        )
+        a_shared_client_cells = Task(
+            name="benchmark-shared-clients",
+            template=shared_client_cell,
+            with_param="{{tasks.check.outputs.parameters.%s}}" % NEXT_ROUND[SHARED_CLIENT_CELLS_FAN_OUT],
             when=more,
             arguments=cell_arguments(clients=True),
         )
@@ -822,9 +944,9 @@ with WorkflowTemplate(
                 Parameter(name="max-rounds", value=IN("max-rounds")),
             ],
         )
-        a_check >> [a_cells, a_client_cells]
+        a_check >> [a_cells, a_client_cells, a_shared_client_cells]
         # The next round also follows a round in which some cells failed.
-        a_next.depends = cells_done("benchmark", "benchmark-clients")
+        a_next.depends = cells_done("benchmark", "benchmark-clients", "benchmark-shared-clients")
 
     # failFast off: one failing cell must not stop the others from being measured.
     # One cell at a time (parallelism, counted in this DAG's children: a one-pod cell, or a
@@ -846,6 +968,12 @@ with WorkflowTemplate(
             with_param="{{tasks.expand.outputs.parameters.%s}}" % CLIENT_CELLS_FAN_OUT,
             arguments=cell_arguments(clients=True),
         )
+        t_shared_client_cells = Task(
+            name="benchmark-shared-clients",
+            template=shared_client_cell,
+            with_param="{{tasks.expand.outputs.parameters.%s}}" % SHARED_CLIENT_CELLS_FAN_OUT,
+            arguments=cell_arguments(clients=True),
+        )
         t_adaptive = Task(
             name="adaptive",
             template=adaptive,
@@ -855,9 +983,9 @@ with WorkflowTemplate(
                 Parameter(name="max-rounds", value=WF("adaptive-max-repetitions")),
             ],
         )
-        t_validate >> t_expand >> [t_cells, t_client_cells]
+        t_validate >> t_expand >> [t_cells, t_client_cells, t_shared_client_cells]
         # Adapt also after a round in which some cells failed or errored.
-        t_adaptive.depends = cells_done("benchmark", "benchmark-clients")
+        t_adaptive.depends = cells_done("benchmark", "benchmark-clients", "benchmark-shared-clients")
 
     # The exit handler: whatever the run's phase (cells failed, a stop from the UI, a
     # deadline), free what is left and tabulate and report what was measured.

@@ -170,6 +170,26 @@ def test_argo_failures_become_cells_with_their_messages():
     assert parse_failures('"null"') == parse_failures("") == []
 
 
+def test_a_failed_multi_client_cell_is_named_by_its_dag_and_its_client_says_why():
+    failures = [
+        {
+            "displayName": "benchmark-clients(0:clients:2,order:0,rep:1,storage_class:fast,workload:randread-iops-x2)",
+            "message": "child 'wf-1-42' failed",
+            "templateName": "client-cell",
+            "phase": "Failed",
+        },
+        {
+            "displayName": "client(1:2)",
+            "message": "Error (exit code 1): client 2 of 2: fio failed",
+            "templateName": "fio-client",
+            "phase": "Failed",
+        },
+    ]
+    cell, client = parse_failures(json.dumps(failures))
+    assert (cell["storage_class"], cell["workload"], cell["rep"]) == ("fast", "randread-iops-x2", 1)
+    assert client["storage_class"] is None and "client 2 of 2" in client["message"]
+
+
 def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     store, out = tmp_path / "store", tmp_path / "tables"
     cell = step(

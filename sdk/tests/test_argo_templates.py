@@ -88,7 +88,11 @@ def test_render_check_fails_on_a_hand_edit(tmp_path):
     assert labels.read_text() == render_report_profiles()
 
 
-FIO_PODS = ("benchmark-cell", "fio-client")  # the templates whose pods run fio on a volume of the class
+FIO_PODS = (
+    "benchmark-cell",
+    "fio-client",
+    "fio-client-shared",
+)  # the templates whose pods run fio on a volume of the class
 
 
 # ---------------------------------------------------------------- what the benchmark template promises
@@ -305,7 +309,8 @@ def test_chart_rules_are_least_privilege():
                 assert not set(rule["verbs"]) & {"update", "deletecollection", "escalate", "bind", "impersonate"}
     [sensor_role] = [d for d in out if d["kind"] == "Role" and d["metadata"]["name"] == "pvbench-sensor"]
     assert sensor_role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create"]}]
-    # Only the cleanup identity may delete, and only pods (their ephemeral PVCs go by owner reference).
+    # Only the cleanup identity may delete pods (their ephemeral PVCs go by owner reference); only
+    # pvbench-volumes may create or delete PVCs: client-volumes=shared's one claim per cell.
     deleters = {
         d["metadata"]["name"]: r["resources"]
         for d in out
@@ -313,14 +318,18 @@ def test_chart_rules_are_least_privilege():
         for r in d["rules"]
         if "delete" in r["verbs"]
     }
-    assert deleters == {"pvbench-cleanup": ["pods"]}, deleters
-    assert not [
-        r
+    assert deleters == {"pvbench-cleanup": ["pods"], "pvbench-volumes": ["persistentvolumeclaims"]}, deleters
+    claim_writers = {
+        d["metadata"]["name"]: r["verbs"]
         for d in out
         if d["kind"] in ("Role", "ClusterRole")
         for r in d["rules"]
         if "persistentvolumeclaims" in r["resources"] and set(r["verbs"]) - {"get", "list", "watch"}
-    ]
+    }
+    assert claim_writers == {"pvbench-volumes": ["create", "get", "delete"]}, claim_writers
+    # and without shared client volumes, no identity may write PVCs at all
+    off = load_yaml_docs(helm_template(ALL_ON_VALUES, sets=("benchmark.sharedClientVolumes=false",)))
+    assert not [d for d in off if d["metadata"]["name"] == "pvbench-volumes"]
 
 
 # ---------------------------------------------------------------- what each pod may use (issue 10)
@@ -372,7 +381,7 @@ def test_step_containers_get_no_token_and_the_executor_its_own():
     secrets = {d["metadata"]["name"]: d for d in out if d["kind"] == "Secret"}
     bindings = {d["metadata"]["name"]: d for d in out if d["kind"] == "RoleBinding"}
     roles = {d["metadata"]["name"]: d for d in out if d["kind"] == "Role"}
-    for sa in ("pvbench-executor", "pvbench-cleanup"):
+    for sa in ("pvbench-executor", "pvbench-cleanup", "pvbench-volumes"):
         token = secrets[f"{sa}.service-account-token"]  # where Argo looks for the executor's token
         assert token["type"] == "kubernetes.io/service-account-token"
         assert token["metadata"]["annotations"]["kubernetes.io/service-account.name"] == sa
@@ -593,3 +602,33 @@ def test_multi_client_cells_run_as_client_pods_behind_a_barrier():
     assert adaptive["benchmark-clients"]["withParam"] == "{{tasks.check.outputs.parameters.next-clients}}"
     item_args = {p["name"]: p["value"] for p in main["benchmark-clients"]["arguments"]["parameters"]}
     assert item_args["clients"] == "{{item.clients}}"
+
+
+def test_shared_client_volumes_are_one_rwx_claim_per_cell_released_whatever_happened():
+    """client-volumes=shared: the cell's one ReadWriteMany claim (pvbench-volumes makes it, the
+    workflow owns it), mounted by every client pod, deleted after the merge even when a client
+    failed; the cell still fails then (the DAG's targets are the merge and the release)."""
+    tpl = templates_by_name(benchmark_template())
+    dag = tpl["shared-client-cell"]["dag"]
+    tasks = {t["name"]: t for t in dag["tasks"]}
+    assert set(tasks) == {"barrier", "volume", "client", "merge", "release"}
+    assert dag["failFast"] is False and dag["target"] == "merge release"
+    assert tasks["client"]["depends"] == "barrier && volume" and tasks["client"]["template"] == "fio-client-shared"
+    assert "merge.Omitted" in tasks["release"]["depends"] and "merge.Failed" in tasks["release"]["depends"]
+    make, release = tpl["shared-volume"], tpl["release-volume"]
+    claim = yaml.safe_load(make["resource"]["manifest"])
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["storageClassName"] == "{{inputs.parameters.storage-class}}"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "{{workflow.parameters.volume-size}}"
+    assert make["resource"]["setOwnerReference"] is True and make["resource"]["action"] == "create"
+    assert release["resource"]["action"] == "delete" and "--ignore-not-found" in release["resource"]["flags"]
+    for t in (make, release):
+        assert t["serviceAccountName"] == t["executor"]["serviceAccountName"] == "pvbench-volumes"
+    client = tpl["fio-client-shared"]
+    [target] = [v for v in client["volumes"] if v["name"] == "target"]
+    assert target == {"name": "target", "persistentVolumeClaim": {"claimName": "{{inputs.parameters.claim}}"}}
+    assert "--shared-volume" in client["container"]["args"] and "podSpecPatch" not in client
+    params = {p["name"]: p for p in benchmark_template()["spec"]["arguments"]["parameters"]}
+    assert params["client-volumes"]["enum"] == ["own", "shared"] and params["client-volumes"]["value"] == "own"
+    for step in ("validate", "expand", "adaptive-check"):
+        assert "{{workflow.parameters.client-volumes}}" in tpl[step]["container"]["args"], step

@@ -11,9 +11,10 @@ import time
 import pytest
 from cli_helpers import PVBENCH, pvbench
 
-from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, argo_fan_outs
+from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT, argo_fan_outs
 from pvbench.fio.pod_barrier import BarrierClient, BarrierServer, parse_address
 from pvbench.fio.runner import FioError
+from pvbench.profiles import ProfileError
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE
 
@@ -105,7 +106,11 @@ def test_profiles_with_multi_client_tests_run_every_cell_as_client_pods():
     fan_outs = argo_fan_outs(items)
     # x1 too: the family's N = 1 is measured by the same kind of pods, in the same random order
     assert fan_outs[CLIENT_CELLS_FAN_OUT] == [{"order": 0, "clients": 1}, {"order": 2, "clients": 4}]
-    assert fan_outs[CELLS_FAN_OUT] == [{"order": 1}]
+    assert fan_outs[CELLS_FAN_OUT] == [{"order": 1}] and fan_outs[SHARED_CLIENT_CELLS_FAN_OUT] == []
+    shared = argo_fan_outs(items, "shared")
+    assert shared[SHARED_CLIENT_CELLS_FAN_OUT] == fan_outs[CLIENT_CELLS_FAN_OUT] and shared[CLIENT_CELLS_FAN_OUT] == []
+    with pytest.raises(ProfileError, match="choose one of own, shared"):
+        argo_fan_outs(items, "rwx")
 
 
 def test_expand_writes_the_two_fan_outs(tmp_path):
@@ -126,8 +131,10 @@ def _step(*args: str) -> list[str]:
     return [*PVBENCH, "fio-step", *common, "--rep", "1", "--order", "3", *timing, *args]
 
 
-def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_path):
-    """What the client-cell DAG does, with the pods as processes: barrier, 2 clients, merge."""
+@pytest.mark.parametrize("shared", [False, True], ids=["own-volumes", "shared-volume"])
+def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_path, shared):
+    """What the client-cell DAG does, with the pods as processes: barrier, 2 clients, merge (each
+    client on a volume of its own, or both on one shared volume, each in its own directory)."""
     port = _free_port()
     barrier = subprocess.Popen(
         [*PVBENCH, "barrier", "--clients", "2", "--timeout", "60s", "--port", str(port), "--linger"],
@@ -138,11 +145,12 @@ def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_
     try:
         clients = []
         for n in (1, 2):
-            volume = tmp_path / f"volume-{n}"  # each pod's own PVC
-            volume.mkdir()
+            volume = tmp_path / ("shared" if shared else f"volume-{n}")  # the shared PVC, or each pod's own
+            volume.mkdir(exist_ok=True)
             out = tmp_path / "clients" / str(n)  # clients/<n>/ under the cell's key
             args = ["--workload", "randread-iops-x2", "--target", str(volume), "--client", str(n)]
             args += ["--barrier", f"127.0.0.1:{port}", "--out", str(out), "--cleanup"]
+            args += ["--shared-volume"] if shared else []
             clients.append(subprocess.Popen(_step(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         for proc in clients:
             stdout, stderr = proc.communicate(timeout=120)
@@ -153,7 +161,8 @@ def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_
         assert "GO" in barrier.stdout.read()
     finally:
         barrier.kill()
-    assert sorted(p.name for p in (tmp_path / "volume-1").iterdir()) == []  # --cleanup
+    # --cleanup: fio's files, and on a shared volume each client's own directory
+    assert sorted(p.name for p in (tmp_path / ("shared" if shared else "volume-1")).iterdir()) == []
     assert len(list((tmp_path / "clients").rglob(CLIENT_FILE))) == 2
 
     out = tmp_path / "cell"
@@ -175,7 +184,8 @@ def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_
     doc = ResultDocument.from_json((out / RESULT_FILE).read_bytes())
     section = doc.clients
     assert section.count == 2 and section.barrier == "pods" and doc.workload.clients == 2
-    assert [c.target_path for c in section.per_client] == [str(tmp_path / f"volume-{n}") for n in (1, 2)]
+    expected = [tmp_path / "shared" / f"pvbench-client-{n}" if shared else tmp_path / f"volume-{n}" for n in (1, 2)]
+    assert [c.target_path for c in section.per_client] == [str(path) for path in expected]
     assert section.start_skew_s is not None and section.start_skew_s < MAX_SKEW_S, section
     assert section.overlap_share is not None and section.overlap_share > 0.8, section
     [total] = [m for m in doc.metrics if m.iops]
@@ -207,3 +217,15 @@ def test_client_steps_are_checked_before_anything_runs(tmp_path):
     ):
         proc = subprocess.run(_step("--workload", "randread-iops-x2", *args), capture_output=True, text=True)
         assert proc.returncode == 2 and message in " ".join(proc.stderr.split()), (args, proc.stderr)
+
+
+def test_validate_checks_the_volume_each_client_pod_writes_to():
+    """own: one client's files per volume; shared: every client's files in the one volume."""
+    common = ["--campaign", "c", "--run", "r", "--occasion", "o", "--storage-classes", "fast", "--profiles", "scaling"]
+    common += ["--tests", "randread-iops-x8", "--volume-size", "2Gi"]
+    assert pvbench("validate", *common).returncode == 0
+    proc = pvbench("validate", *common, "--client-volumes", "shared")
+    message = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "of 8 clients together does not fit in a 2Gi volume" in message, message
+    proc = pvbench("validate", *common, "--client-volumes", "rwx")
+    assert proc.returncode == 2 and "choose one of own, shared" in proc.stderr

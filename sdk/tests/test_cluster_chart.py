@@ -105,7 +105,7 @@ def test_the_executor_tokens_are_filled_in(manifest):
     """The step containers get no token; Argo's executor mounts <sa>.service-account-token, which
     the chart makes and Kubernetes' token controller fills in (every step pod needs it)."""
     k = require_kube()
-    for sa in ("pvbench-executor", "pvbench-cleanup"):
+    for sa in ("pvbench-executor", "pvbench-cleanup", "pvbench-volumes"):
         wait_until(
             f"the token of {sa}",
             lambda: (k.json("get", "secret", f"{sa}.service-account-token").get("data") or {}).get("token"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cluster_helpers import BUCKET, QUICK, WatchedRun, describe, installed_release, nodes, pod_minio
+from cluster_helpers import BUCKET, QUICK, WatchedRun, describe, installed_release, nodes, pod_minio, require_kube
 
 from pvbench.fio.merge import read_clients_raw
 from pvbench.results import ResultDocument
@@ -102,3 +102,46 @@ def test_the_client_pods_measure_the_same_seconds_and_their_totals_are_the_cells
     # N = 1 ran the same way: one client pod behind its barrier
     one = docs[1][1]
     assert one.clients is not None and one.clients.count == 1 and one.clients.barrier == "pods"
+
+
+@pytest.fixture(scope="module")
+def shared_run() -> WatchedRun:
+    installed_release()
+    params = {
+        **QUICK,
+        "size": "32M",
+        "storage-classes": '["pvbench-tmpfs"]',
+        "profile": "scaling",
+        "tests": "randwrite-iops-x2",
+        "repetitions": "1",
+        "client-volumes": "shared",
+        "campaign": CAMPAIGN,
+        "node-label": "kubernetes.io/hostname",
+        "node-value": "localhost",
+        "volume-timeout": "5m",
+    }
+    return WatchedRun(params, "pvbench-shared-")
+
+
+def test_shared_client_volume_is_one_rwx_claim_for_every_client_released_after_the_cell(shared_run):
+    wf = shared_run.workflow
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    by_template: dict[str, list[dict]] = {}
+    for node in nodes(wf):
+        by_template.setdefault(node.get("templateName"), []).append(node)
+    assert len(by_template["shared-client-cell"]) == 1 and "client-cell" not in by_template
+    assert len([n for n in by_template["fio-client-shared"] if n["type"] == "Pod"]) == 2
+    assert [n["phase"] for n in by_template["release-volume"]] == ["Succeeded"], describe(wf)
+    # one claim for the cell, ReadWriteMany, of the class; released after the merge
+    [(claim_name, claim)] = shared_run.pvcs.items()
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"] and claim["spec"]["storageClassName"] == "pvbench-tmpfs"
+    left = require_kube().get("pvc", claim_name)  # deleted (or going: the last pod's finalizer)
+    assert left is None or left["metadata"].get("deletionTimestamp"), left
+    [(_, doc)] = _results(shared_run.name).values()
+    section = doc.clients
+    assert section.count == 2 and section.barrier == "pods"
+    # both clients wrote into their own directory of the one volume, released together
+    assert [c.target_path for c in section.per_client] == ["/data/pvbench-client-1", "/data/pvbench-client-2"]
+    assert section.start_skew_s is not None and section.start_skew_s < 0.5, section
+    assert section.overlap_share is not None and section.overlap_share > 0.8, section
+    assert doc.lifecycle is not None and doc.lifecycle.claim == claim_name

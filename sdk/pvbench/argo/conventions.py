@@ -19,6 +19,9 @@ CLEANUP_SERVICE_ACCOUNT = "pvbench-cleanup"  # the exit handler's: may delete th
 # identity's token (a Secret named <name>.service-account-token, which the chart makes); the
 # step containers themselves get no token (automountServiceAccountToken: false).
 EXECUTOR_SERVICE_ACCOUNT = "pvbench-executor"
+# Multi-client cells with client-volumes=shared: the steps that create the cell's one
+# ReadWriteMany claim and delete it afterwards (the chart's benchmark.sharedClientVolumes).
+VOLUMES_SERVICE_ACCOUNT = "pvbench-volumes"
 # Limits the chart sets (values benchmark.maxStorageClasses): read by `pvbench validate` from
 # this ConfigMap through an environment variable, so a submitted parameter cannot raise them.
 LIMITS_CONFIGMAP = "pvbench-limits"

@@ -4,7 +4,7 @@ The exit handler's aggregate step gets Argo's list of failed nodes (displayName,
 templateName, phase, podName, finishedAt). A cell's node is named after its fan-out item,
 ``benchmark(3:order:3,rep:1,storage_class:fast,workload:randread-iops)``, so the cell it
 stands for (storage class, workload, repetition) is read back from that name. A multi-client
-cell's node is its DAG (``benchmark-clients(…)``, template ``client-cell``), which fails when one
+cell's node is its DAG (``benchmark-clients(…)``, template ``client-cell`` or ``shared-client-cell``), which fails when one
 of its steps does; that step (a client pod, the merge) is a row of its own, whose message names
 the cell. Other nodes that only say a child failed (the DAGs around the cells, the run itself)
 add nothing and are left out.
@@ -17,7 +17,7 @@ import re
 
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 
-CELL_TEMPLATES = ("benchmark-cell", "client-cell")  # a fan-out item each: a one-pod cell, a multi-client cell
+CELL_TEMPLATES = ("benchmark-cell", "client-cell", "shared-client-cell")  # a fan-out item each
 _ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
 # What a parent node says when only a child failed: not a failure of its own.
 _ONLY_A_CHILD = re.compile(

@@ -73,24 +73,38 @@ def expand(
 
 
 CELLS_FAN_OUT = "cells"  # cells that run as one pod
-CLIENT_CELLS_FAN_OUT = "client-cells"  # cells that run as N client pods, a barrier and a merge step
+CLIENT_CELLS_FAN_OUT = "client-cells"  # N client pods, each with its own volume, a barrier, a merge step
+SHARED_CLIENT_CELLS_FAN_OUT = "shared-client-cells"  # N client pods on one ReadWriteMany volume
+FAN_OUTS = (CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT)
+# The adaptive check's output parameter (and file, + .json) for each fan-out's next round
+NEXT_ROUND = {
+    CELLS_FAN_OUT: "next",
+    CLIENT_CELLS_FAN_OUT: "next-clients",
+    SHARED_CLIENT_CELLS_FAN_OUT: "next-shared-clients",
+}
+# How a multi-client cell's client pods get their volumes: own = a fresh PVC each (ReadWriteOnce);
+# shared = one fresh ReadWriteMany PVC of the class for all N, each client in its own directory.
+CLIENT_VOLUMES = ("own", "shared")
 
 
-def argo_fan_outs(items: list[tuple[str, str, dict]]) -> dict[str, list[dict]]:
+def argo_fan_outs(items: list[tuple[str, str, dict]], client_volumes: str = "own") -> dict[str, list[dict]]:
     """A run's fan-out items (``(profile, workload, item)``, in the run's order) as the benchmark
-    template's two fan-outs, each keeping that order: CELLS_FAN_OUT and CLIENT_CELLS_FAN_OUT, whose
-    items also say ``clients`` (how many client pods).
+    template's fan-outs (FAN_OUTS), each keeping that order; the multi-client ones' items also
+    say ``clients`` (how many client pods), and ``client_volumes`` picks which of the two they go to.
 
     A profile with a multi-client test runs *all* its cells as client pods, N = 1 too: then x1 and
-    xN are measured by the same kind of pod (own volume, barrier, merge), and a run of that profile
+    xN are measured by the same kind of pods (volume, barrier, merge), and a run of that profile
     is one fan-out in one random order, never "all single cells first".
     """
-    fan_outs: dict[str, list[dict]] = {CELLS_FAN_OUT: [], CLIENT_CELLS_FAN_OUT: []}
+    if client_volumes not in CLIENT_VOLUMES:
+        raise ProfileError(f"client volumes {client_volumes!r}: choose one of {', '.join(CLIENT_VOLUMES)}")
+    clients_fan_out = CLIENT_CELLS_FAN_OUT if client_volumes == "own" else SHARED_CLIENT_CELLS_FAN_OUT
+    fan_outs: dict[str, list[dict]] = {name: [] for name in FAN_OUTS}
     loaded = {}
     for spec, workload, item in items:
         profile = loaded[spec] if spec in loaded else loaded.setdefault(spec, load_profile(spec))
         if any(test.clients > 1 for test in profile.tests):
-            fan_outs[CLIENT_CELLS_FAN_OUT].append({**item, "clients": profile.test(workload).clients})
+            fan_outs[clients_fan_out].append({**item, "clients": profile.test(workload).clients})
         else:
             fan_outs[CELLS_FAN_OUT].append(item)
     return fan_outs

@@ -65,23 +65,30 @@ def expand(
     outputs: Annotated[
         Optional[Path],
         typer.Option(
-            help="Also write Argo's two fan-outs here: cells (one pod each) and client-cells (N client pods each)"
+            help="Also write Argo's fan-outs here: cells (one pod each), client-cells (N client pods, a volume "
+            "each), shared-client-cells (N client pods on one ReadWriteMany volume)"
         ),
     ] = None,
+    client_volumes: Annotated[
+        str, typer.Option(help="Multi-client cells' volumes: own (a PVC per client pod) or shared (one RWX PVC)")
+    ] = "own",
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
     Each item holds only what tells the run's cells apart (storage_class, workload, rep, order);
     Argo names each fan-out node after its item. With --outputs, the same items split into the
-    template's two fan-outs (pvbench.cells.matrix.argo_fan_outs).
+    template's fan-outs (pvbench.cells.matrix.argo_fan_outs).
     """
     from pvbench.cells.matrix import argo_fan_outs
 
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    try:
+        fan_outs = argo_fan_outs([(c.profile, c.workload, c.fan_out_item()) for c in cells], client_volumes)
+    except ProfileError as exc:
+        fail(str(exc))
     sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
-        fan_outs = argo_fan_outs([(cell.profile, cell.workload, cell.fan_out_item()) for cell in cells])
         for name, items in fan_outs.items():
             (outputs / name).write_text(json.dumps(items) + "\n")
 
@@ -115,6 +122,10 @@ def validate(
             help="At most this many storage classes in one run (the chart's benchmark.maxStorageClasses)",
         ),
     ] = DEFAULT_MAX_STORAGE_CLASSES,
+    client_volumes: Annotated[
+        str,
+        typer.Option(help="Multi-client cells' volumes: own (each client's files in its own) or shared (all in one)"),
+    ] = "own",
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
@@ -123,9 +134,12 @@ def validate(
     """
     import math
 
+    from pvbench.cells.matrix import CLIENT_VOLUMES
     from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
     from pvbench.profiles import parse_seconds, parse_size
 
+    if client_volumes not in CLIENT_VOLUMES:
+        fail(f"client volumes {client_volumes!r}: choose one of {', '.join(CLIENT_VOLUMES)}")
     classes = split_list(storage_classes)
     if len(classes) > max_storage_classes:
         fail(
@@ -143,10 +157,13 @@ def validate(
                 continue
             seen.add((cell.profile, cell.workload))
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
-            # on Argo each client of a multi-client test is a pod with its own volume of this size
-            jobs = max_jobs(plan.test, one_client=True)
+            # on Argo each client of a multi-client test is a pod with its own volume of this size,
+            # or every client's files go into one shared volume of this size
+            jobs = max_jobs(plan.test, one_client=client_volumes == "own")
             if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
-                per = " per client pod" if plan.test.clients > 1 else ""
+                per = ""
+                if plan.test.clients > 1:
+                    per = " per client pod" if client_volumes == "own" else f" of {plan.test.clients} clients together"
                 fail(
                     f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s){per} does not fit in a "
                     f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
@@ -206,6 +223,13 @@ def fio_step(
     barrier: Annotated[
         Optional[str], typer.Option(help="host:port of the cell's start barrier (`pvbench barrier`), with --client")
     ] = None,
+    shared_volume: Annotated[
+        bool,
+        typer.Option(
+            help="With --client: --target is the volume all the cell's client pods share (ReadWriteMany); this "
+            "client runs in its own directory pvbench-client-N of it"
+        ),
+    ] = False,
     merge: Annotated[
         Optional[Path],
         typer.Option(
@@ -231,6 +255,8 @@ def fio_step(
             raise ValueError("--target is needed (the directory fio runs on)")
         if client is not None and (barrier is None or out is None or store is not None):
             raise ValueError("--client needs --barrier (the cell's start barrier) and --out, and stores nothing")
+        if shared_volume and client is None:
+            raise ValueError("--shared-volume is for a client pod (--client)")
         labels = parse_labels(label or [])
         cell = Cell(
             campaign=campaign,
@@ -252,7 +278,8 @@ def fio_step(
         if merge is not None:
             plan = plan_cell(cell, Path("/"), overrides, check=False)
         else:
-            plan = plan_cell(cell, target, overrides, one_client=client is not None)
+            # a client pod's own volume holds its files; a shared one holds every client's
+            plan = plan_cell(cell, target, overrides, one_client=client is not None and not shared_volume)
         if client is not None and not 1 <= client <= plan.test.clients:
             raise ValueError(f"--client {client}: {cell.workload} has {plan.test.clients} client(s)")
         store_obj = open_store(store) if store else None
@@ -261,7 +288,7 @@ def fio_step(
     except (ProfileError, ValueError, StoreError) as exc:
         fail(str(exc))
     if client is not None:
-        _run_pod_client(plan, client, barrier, out, target, cleanup)
+        _run_pod_client(plan, client, barrier, out, shared_volume, cleanup)
         return
     if merge is not None:
         doc, raw = _merge_pod_clients(plan, labels, merge)
@@ -312,14 +339,21 @@ def _with_lifecycle(doc, lifecycle, problem: str | None):
     )
 
 
-def _run_pod_client(plan, number: int, barrier: str, out: Path, target: Path, cleanup: bool) -> None:
+def _run_pod_client(plan, number: int, barrier: str, out: Path, shared: bool, cleanup: bool) -> None:
     """One client pod of an N-pod cell: HELLO to the barrier, fio lays out and waits, GO, measure, CLIENT_FILE."""
+    import dataclasses
+
     from pvbench.cells.clients import run_pod_client
     from pvbench.fio.pod_barrier import BarrierClient
     from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
-    from pvbench.fio.target import remove_fio_files
+    from pvbench.fio.target import client_dir, remove_fio_files
     from pvbench.kube.lifecycle import read_own
 
+    if shared:  # the cell's one volume: this client's own directory of it, as in local mode
+        own = client_dir(plan.target, number)
+        own.mkdir(exist_ok=True)
+        plan = dataclasses.replace(plan, target=own)
+    target = plan.target
     n, what = plan.test.clients, plan.cell.describe()
     console.print(f"[bold]pvbench[/] {what}: client {number} of {n} on {target}, barrier {barrier}")
     lifecycle, lifecycle_problem = read_own()
@@ -336,6 +370,11 @@ def _run_pod_client(plan, number: int, barrier: str, out: Path, target: Path, cl
     finally:
         if cleanup:
             remove_fio_files(target)
+            if shared:  # its own directory, if nothing else is in it (never another client's)
+                try:
+                    target.rmdir()
+                except OSError:
+                    pass
     output["lifecycle"] = lifecycle.model_dump(mode="json") if lifecycle is not None else None
     output["lifecycle_problem"] = lifecycle_problem
     out.mkdir(parents=True, exist_ok=True)

@@ -230,10 +230,14 @@ def ci_check(
     outputs: Annotated[
         Optional[Path],
         typer.Option(
-            help="Also write next.json and next-clients.json (the next list, split as `pvbench expand --outputs` "
-            "splits it) and more (true/false: another round is needed) into this directory, for Argo output parameters"
+            help="Also write next.json, next-clients.json and next-shared-clients.json (the next list, split as "
+            "`pvbench expand --outputs` splits it) and more (true/false: another round is needed) into this "
+            "directory, for Argo output parameters"
         ),
     ] = None,
+    client_volumes: Annotated[
+        str, typer.Option(help="Multi-client cells' volumes (own or shared): which --outputs list they go to")
+    ] = "own",
 ) -> None:
     """Is every cell's mean precise enough? Prints JSON; exit 0 if so, 1 if some cells need more reps.
 
@@ -245,7 +249,7 @@ def ci_check(
     """
     from pvbench.analytics import AnalyticsError
     from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
-    from pvbench.cells.matrix import CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, argo_fan_outs
+    from pvbench.cells.matrix import NEXT_ROUND, argo_fan_outs
     from pvbench.pipeline import build_tables
     from pvbench.pipeline.adaptive import next_round
     from pvbench.stats.adaptive import AdaptiveSettings
@@ -272,10 +276,11 @@ def ci_check(
         # the fan-out items only (what tells cells apart): Argo names each node after its item;
         # split as `pvbench expand` splits them (cells of one pod, cells of N client pods)
         fan_outs = argo_fan_outs(
-            [(nxt["profile"], nxt["workload"], {k: nxt[k] for k in FAN_OUT_ITEM_KEYS}) for nxt in next_cells]
+            [(nxt["profile"], nxt["workload"], {k: nxt[k] for k in FAN_OUT_ITEM_KEYS}) for nxt in next_cells],
+            client_volumes,
         )
-        (outputs / "next.json").write_text(json.dumps(fan_outs[CELLS_FAN_OUT]) + "\n")
-        (outputs / "next-clients.json").write_text(json.dumps(fan_outs[CLIENT_CELLS_FAN_OUT]) + "\n")
+        for fan_out, name in NEXT_ROUND.items():
+            (outputs / f"{name}.json").write_text(json.dumps(fan_outs[fan_out]) + "\n")
         (outputs / "more").write_text("true" if next_cells else "false")
     if report["need_more"] and not exit_zero:
         raise typer.Exit(1)
