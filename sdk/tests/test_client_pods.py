@@ -184,6 +184,7 @@ def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_
     doc = ResultDocument.from_json((out / RESULT_FILE).read_bytes())
     section = doc.clients
     assert section.count == 2 and section.barrier == "pods" and doc.workload.clients == 2
+    assert section.volumes == ("shared" if shared else "own")
     expected = [tmp_path / "shared" / f"pvbench-client-{n}" if shared else tmp_path / f"volume-{n}" for n in (1, 2)]
     assert [c.target_path for c in section.per_client] == [str(path) for path in expected]
     assert section.start_skew_s is not None and section.start_skew_s < MAX_SKEW_S, section

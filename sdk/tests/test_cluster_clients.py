@@ -41,6 +41,18 @@ def run() -> WatchedRun:
     return WatchedRun(params, "pvbench-clients-")
 
 
+def _by_template(wf: dict) -> dict[str, list[dict]]:
+    by_template: dict[str, list[dict]] = {}
+    for node in nodes(wf):
+        by_template.setdefault(node.get("templateName"), []).append(node)
+    return by_template
+
+
+def _of_type(found: list[dict], kind: str) -> list[dict]:
+    """Argo's nodes of one kind: a fan-out adds a TaskGroup node, a retried step a Retry node."""
+    return [n for n in found if n["type"] == kind]
+
+
 def _results(name: str) -> dict[int, tuple[str, ResultDocument]]:
     minio = pod_minio()
     keys = [k for k in minio.keys(BUCKET, results_prefix(CAMPAIGN, name) + "/") if k.endswith(RESULT_FILE)]
@@ -54,16 +66,16 @@ def _results(name: str) -> dict[int, tuple[str, ResultDocument]]:
 def test_each_client_is_a_pod_with_its_own_volume_behind_the_barrier(run):
     wf = run.workflow
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
-    by_template: dict[str, list[dict]] = {}
-    for node in nodes(wf):
-        by_template.setdefault(node.get("templateName"), []).append(node)
+    by_template = _by_template(wf)
     # one DAG per cell; 1 + 2 client pods; a barrier and a merge per cell; no one-pod cells
-    assert len(by_template["client-cell"]) == 2
-    assert len([n for n in by_template["fio-client"] if n["type"] == "Pod"]) == 3
-    assert len(by_template["cell-barrier"]) == 2 and len(by_template["merge-clients"]) == 2
+    assert len(_of_type(by_template["client-cell"], "DAG")) == 2
+    assert len(_of_type(by_template["fio-client"], "Pod")) == 3
+    assert len(_of_type(by_template["cell-barrier"], "Pod")) == 2
+    assert len(_of_type(by_template["merge-clients"], "Pod")) == 2
     # Argo stops the barriers (daemons) once their cell is done, and counts that a success
     assert {n["phase"] for n in by_template["cell-barrier"]} == {"Succeeded"}, describe(wf)
-    assert "benchmark-cell" not in by_template
+    # the one-pod fan-out was empty (Argo shows it as one Skipped node): no one-pod cell ran
+    assert [n["type"] for n in by_template["benchmark-cell"]] == ["Skipped"]
     # every client pod had a fresh PVC of the class, each bound to its own volume
     assert len(run.pvcs) == 3, sorted(run.pvcs)
     assert {p["spec"]["storageClassName"] for p in run.pvcs.values()} == {"pvbench-tmpfs"}
@@ -79,6 +91,7 @@ def test_the_client_pods_measure_the_same_seconds_and_their_totals_are_the_cells
     key, doc = docs[2]
     section = doc.clients
     assert section.count == 2 and section.barrier == "pods" and [c.client for c in section.per_client] == [1, 2]
+    assert section.volumes == "own"
     # the barrier's proof: both pods left it within half a second, and measured (nearly) the same seconds
     assert section.start_skew_s is not None and section.start_skew_s < 0.5, section
     assert section.overlap_share is not None and section.overlap_share > 0.8, section
@@ -126,12 +139,11 @@ def shared_run() -> WatchedRun:
 def test_shared_client_volume_is_one_rwx_claim_for_every_client_released_after_the_cell(shared_run):
     wf = shared_run.workflow
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
-    by_template: dict[str, list[dict]] = {}
-    for node in nodes(wf):
-        by_template.setdefault(node.get("templateName"), []).append(node)
-    assert len(by_template["shared-client-cell"]) == 1 and "client-cell" not in by_template
-    assert len([n for n in by_template["fio-client-shared"] if n["type"] == "Pod"]) == 2
-    assert [n["phase"] for n in by_template["release-volume"]] == ["Succeeded"], describe(wf)
+    by_template = _by_template(wf)
+    assert len(_of_type(by_template["shared-client-cell"], "DAG")) == 1
+    assert [n["type"] for n in by_template["client-cell"]] == ["Skipped"]  # the own-volume fan-out: empty
+    assert len(_of_type(by_template["fio-client-shared"], "Pod")) == 2
+    assert [n["phase"] for n in _of_type(by_template["release-volume"], "Pod")] == ["Succeeded"], describe(wf)
     # one claim for the cell, ReadWriteMany, of the class; released after the merge
     [(claim_name, claim)] = shared_run.pvcs.items()
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"] and claim["spec"]["storageClassName"] == "pvbench-tmpfs"
@@ -139,7 +151,7 @@ def test_shared_client_volume_is_one_rwx_claim_for_every_client_released_after_t
     assert left is None or left["metadata"].get("deletionTimestamp"), left
     [(_, doc)] = _results(shared_run.name).values()
     section = doc.clients
-    assert section.count == 2 and section.barrier == "pods"
+    assert section.count == 2 and section.barrier == "pods" and section.volumes == "shared"
     # both clients wrote into their own directory of the one volume, released together
     assert [c.target_path for c in section.per_client] == ["/data/pvbench-client-1", "/data/pvbench-client-2"]
     assert section.start_skew_s is not None and section.start_skew_s < 0.5, section

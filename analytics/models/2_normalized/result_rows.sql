@@ -36,6 +36,7 @@ select
           -- for multi-client cells (pvbench.fio.merge) the clients' totals and straggler_ratio
     cl.start_skew_s                      as client_start_skew_s,
     cl.overlap_share                     as client_overlap_share,
+    cl.volumes                           as client_volumes,  -- own | shared (one volume for all clients)
     -- latency-bounded IOPS (latency-slo profile), on the direction the search timed; slo_iops is
     -- null when the target was not met (slo_met false) and outside that profile
     case when slo.direction = m.direction then slo.iops end as slo_iops,

@@ -8,12 +8,15 @@
 --   straggler_ratio  the slowest client's IOPS / mean client IOPS (mean over cells; 1 = fair)
 --   max_start_skew_s the worst spread of the clients' release from the barrier over the cells
 --   min_overlap_share the least share of the measured seconds all clients measured together
+--   client_volumes   own (a volume per client), shared (one for all), or both listed: runs of the
+--                    campaign that differ in it are pooled here (keep them in separate campaigns)
 with tests as (
     select
         campaign, storage_class, profile, workload,
         max(clients) as clients,
         max(client_start_skew_s) as max_start_skew_s,
-        min(client_overlap_share) as min_overlap_share
+        min(client_overlap_share) as min_overlap_share,
+        string_agg(distinct client_volumes, ', ' order by client_volumes) as client_volumes
     from result_rows
     group by all
 ),
@@ -26,7 +29,7 @@ curve as (
     select
         s.campaign, s.storage_class, s.profile, s.wl_group, s.direction, t.clients, s.workload,
         s.workload_title, s.n, s.n_occasions, s.mean as iops, s.ci95_low, s.ci95_high, s.ci_basis,
-        t.max_start_skew_s, t.min_overlap_share
+        t.max_start_skew_s, t.min_overlap_share, t.client_volumes
     from summary s
     join tests t using (campaign, storage_class, profile, workload)
     join families f using (campaign, profile, wl_group)
@@ -47,7 +50,7 @@ select
     c.iops / nullif(first_value(c.iops) over w, 0) / (c.clients / first_value(c.clients) over w) as efficiency,
     c.iops / nullif(lag(c.iops) over w, 0) as gain,
     coalesce(e.straggler_ratio, case when c.clients = 1 then 1.0 end) as straggler_ratio,
-    c.max_start_skew_s, c.min_overlap_share
+    c.max_start_skew_s, c.min_overlap_share, c.client_volumes
 from curve c
 left join extra e using (campaign, storage_class, profile, workload, direction)
 window w as (partition by c.campaign, c.storage_class, c.profile, c.wl_group, c.direction order by c.clients)

@@ -45,9 +45,9 @@ log = logging.getLogger("pvbench.analytics")
 # The model whose table is a run's compact; it and the models it reads run once per run.
 COMPACT_TABLE = "result_rows"
 # The compact's format: bumped when result_rows gains or changes columns (2: the volume lifecycle; 3: multi-client
-# clients, straggler_ratio). Written into documents.parquet's metadata; a compact of another format is rebuilt
+# clients, straggler_ratio; 5: client_volumes). Written into documents.parquet's metadata; a compact of another format is rebuilt
 # from its run's documents, like one whose listing changed.
-COMPACT_FORMAT = "4"
+COMPACT_FORMAT = "5"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).

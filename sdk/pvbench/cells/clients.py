@@ -53,10 +53,12 @@ def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[Result
         for r in runs
     ]
     where = f"{n} fio clients in {target}/pvbench-client-1..{n}"
-    return clients_document(plan, labels, outputs, started, ended, str(target), filesystem_of(target), where)
+    return clients_document(
+        plan, labels, outputs, started, ended, str(target), filesystem_of(target), where, volumes="shared"
+    )
 
 
-def run_pod_client(plan, number: int, release: Callable[[], None]) -> dict:
+def run_pod_client(plan, number: int, release: Callable[[], None], shared: bool = False) -> dict:
     """Client ``number`` of an N-pod cell, in this pod on its own volume (``plan.target``).
 
     Its fio lays out its files and waits at a local file barrier; ``release`` (the cell's TCP
@@ -79,6 +81,7 @@ def run_pod_client(plan, number: int, release: Callable[[], None]) -> dict:
         "started_at": started.isoformat(),
         "ended_at": ended.isoformat(),
         "filesystem": filesystem_of(target),
+        "volumes": "shared" if shared else "own",
     }
 
 
@@ -97,9 +100,16 @@ def merge_pod_clients(plan, labels: dict[str, str] | None, pod_outputs: list[dic
     ended = max(datetime.fromisoformat(o["ended_at"]) for o in pod_outputs)
     filesystems = sorted({o.get("filesystem") for o in pod_outputs if o.get("filesystem")})
     nodes = sorted({o.node for o in outputs if o.node})
-    where = f"{n} fio client pods, each on its own volume of the class (node(s): {', '.join(nodes) or 'unknown'})"
+    modes = {o.get("volumes") or "own" for o in pod_outputs}
+    if len(modes) != 1:
+        raise FioError(
+            f"the client pods disagree on their volumes ({', '.join(sorted(modes))}); no result for this cell"
+        )
+    [volumes] = modes
+    how = "each on its own volume of the class" if volumes == "own" else "on one shared volume of the class"
+    where = f"{n} fio client pods, {how} (node(s): {', '.join(nodes) or 'unknown'})"
     return clients_document(
-        plan, labels, outputs, started, ended, None, ",".join(filesystems) or None, where, barrier="pods"
+        plan, labels, outputs, started, ended, None, ",".join(filesystems) or None, where, "pods", volumes
     )
 
 
@@ -123,6 +133,7 @@ def clients_document(
     filesystem: str | None,
     where: str,
     barrier: str = "file",
+    volumes: str | None = None,
 ) -> tuple[ResultDocument, str]:
     """The cell's result document (totals, clients section, provenance) and raw text from its clients' outputs."""
     test, timing, cell = plan.test, plan.timing, plan.cell
@@ -132,7 +143,7 @@ def clients_document(
         errors = job_errors(out.output)
         if errors:
             raise FioError(f"client {out.client} of {n}: fio reported failed jobs: " + "; ".join(errors))
-    metrics, section = merge_clients(outputs, runtime_s=timing.runtime_s, barrier=barrier)
+    metrics, section = merge_clients(outputs, runtime_s=timing.runtime_s, barrier=barrier, volumes=volumes)
     if not metrics:
         raise FioError("fio finished but moved no data; no result for this cell")
     idle = [str(c.client) for c in section.per_client if not c.metrics]
@@ -168,4 +179,4 @@ def clients_document(
     doc = ResultDocument(
         identity=cell.identity(labels), workload=workload, provenance=provenance, metrics=metrics, clients=section
     )
-    return doc, clients_raw(outputs)
+    return doc, clients_raw(outputs, barrier, volumes)

@@ -362,7 +362,7 @@ def _run_pod_client(plan, number: int, barrier: str, out: Path, shared: bool, cl
     try:
         with stop_on_signals(), BarrierClient(barrier, number, plan.fio_timeout_s) as gate:
             with console.status(f"fio {plan.test.name}: laying out, then waiting for the other clients"):
-                output = run_pod_client(plan, number, gate.release)
+                output = run_pod_client(plan, number, gate.release, shared)
     except FioError as exc:
         fail(f"{what}: {exc}", code=1)
     except Interrupted as exc:

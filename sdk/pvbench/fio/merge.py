@@ -15,9 +15,9 @@ Pure functions of the clients' outputs, so that local mode (N processes) and the
   each direction's measured ``runtime``, so a client's measurement started at their difference).
 
 The raw form of a multi-client cell (the store's ``fio.json``, ``RAW_FIO_FILE``) is one JSON
-document ``{"format": CLIENTS_RAW_FORMAT, "clients": [ClientOutput.to_dict(), …]}`` holding each
-client's fio json+ output untouched, with its barrier times; ``merge_raw`` recomputes the
-cell's metrics from it.
+document ``{"format": CLIENTS_RAW_FORMAT, "barrier", "volumes", "clients": [ClientOutput.to_dict(),
+…]}`` holding each client's fio json+ output untouched, with its barrier times; ``merge_raw``
+recomputes the cell's metrics and clients section from it.
 """
 
 from __future__ import annotations
@@ -65,9 +65,16 @@ class ClientOutput:
         )
 
 
-def clients_raw(clients: list[ClientOutput]) -> str:
-    """The raw document of a multi-client cell (stored as its fio.json)."""
-    return json.dumps({"format": CLIENTS_RAW_FORMAT, "clients": [c.to_dict() for c in clients]}, indent=1)
+def clients_raw(clients: list[ClientOutput], barrier: str = "file", volumes: str | None = None) -> str:
+    """The raw document of a multi-client cell (stored as its fio.json): how the clients were
+    released and where they wrote, and each client's output."""
+    doc = {
+        "format": CLIENTS_RAW_FORMAT,
+        "barrier": barrier,
+        "volumes": volumes,
+        "clients": [c.to_dict() for c in clients],
+    }
+    return json.dumps(doc, indent=1)
 
 
 def read_clients_raw(text: str | bytes) -> list[ClientOutput]:
@@ -95,7 +102,7 @@ def straggler_ratio(client_iops: list[float]) -> float | None:
 
 
 def merge_clients(
-    clients: list[ClientOutput], runtime_s: float | None = None, barrier: str = "file"
+    clients: list[ClientOutput], runtime_s: float | None = None, barrier: str = "file", volumes: str | None = None
 ) -> tuple[list[DirectionMetrics], ClientsSection]:
     """The cell's total metrics (with the straggler ratio) and its clients section."""
     if not clients:
@@ -140,6 +147,7 @@ def merge_clients(
         overlap_s=overlap,
         overlap_share=share,
         barrier=barrier,
+        volumes=volumes,
         per_client=results,
     )
     return merged, section
@@ -147,4 +155,5 @@ def merge_clients(
 
 def merge_raw(text: str | bytes, runtime_s: float | None = None) -> tuple[list[DirectionMetrics], ClientsSection]:
     """``merge_clients`` of a stored multi-client raw document."""
-    return merge_clients(read_clients_raw(text), runtime_s)
+    data = json.loads(text)
+    return merge_clients(read_clients_raw(text), runtime_s, data.get("barrier") or "file", data.get("volumes"))

@@ -237,7 +237,12 @@ class ClientsSection(_Strict):
     overlap_share: Measure | None = Field(
         default=None, le=1, description="overlap_s / the measured runtime (1 = all measured the same seconds)"
     )
-    barrier: str = Field(default="file", description="How the clients were released: file (local), or a pod barrier")
+    barrier: str = Field(default="file", description="How the clients were released: file (local), or pods")
+    volumes: Literal["own", "shared"] | None = Field(
+        default=None,
+        description="own: each client on its own volume of the class; shared: all clients on one (local mode: "
+        "subdirectories of the class's directory)",
+    )
     per_client: list[ClientResult]
 
 
