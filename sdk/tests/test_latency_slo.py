@@ -10,7 +10,17 @@ from pydantic import ValidationError
 from test_step import step
 
 from pvbench.cells import slo as slo_search
-from pvbench.profiles import PROFILES, FioTest, LatencySlo, ProfileError, Timing, load_profile, parse_latency_us
+from pvbench.fio.runner import FioError, run_fio
+from pvbench.profiles import (
+    PROFILES,
+    FioTest,
+    LatencySlo,
+    ProfileError,
+    Timing,
+    load_profile,
+    parse_latency_us,
+    render_jobfile,
+)
 from pvbench.results import ResultDocument
 
 # ------------------------------------------------------------------ declared, and checked before fio
@@ -171,6 +181,35 @@ def test_a_cells_time_is_bounded():
     probe = slo_search.slo_probe_timing(TIMING)
     assert (probe.ramp_s, probe.runtime_s) == (1, 5)
     assert slo_search.slo_fio_seconds(TIMING) == 8 * 6 + 2 * 21
+
+
+@pytest.mark.parametrize("ramp, runtime", [(1, 3), (1, 1), (2, 1), (30, 15)])
+def test_no_run_of_the_search_ramps_longer_than_it_measures(ramp, runtime):
+    """fio 3.33 times nothing of a rate-limited job whose ramp_time is about its runtime or more:
+    every probe and full-length run of the search ramps at most half as long as it measures."""
+    timing = Timing(ramp_s=ramp, runtime_s=runtime, size="16M")
+    for run in (slo_search.slo_probe_timing(timing), slo_search.slo_run_timing(timing)):
+        assert run.ramp_s <= run.runtime_s / 2
+
+
+def test_a_rate_limited_probe_after_a_ramp_is_timed_by_real_fio(tmp_path):
+    """The case that failed on the real node (QUICK timing: ramp 1 s, runtime 3 s -> 0.75 s probes):
+    fio must report the latency of every I/O of a rate-limited probe."""
+    profile = PROFILES["latency-slo"]
+    test = profile.test("randread-4k-p99-1ms")
+    probe = slo_search.slo_probe_timing(Timing(ramp_s=1, runtime_s=3, size="8M"))
+    options = {test.name: slo_search.rate_options(test, 400)}
+    out = run_fio(render_jobfile(profile, [test], probe, tmp_path, overrides=options), 60).output
+    read = out["jobs"][0]["read"]
+    assert read["total_ios"] > 0 and read["lat_ns"]["N"] >= read["total_ios"]
+
+
+def test_a_search_that_times_nothing_fails_the_cell_with_one_line(tmp_path, monkeypatch):
+    """A probe with no latency is a failed cell (a FioError: message, exit 1), not a traceback."""
+    assert issubclass(slo_search.SloSearchError, FioError)
+    monkeypatch.setattr(slo_search, "measured", lambda *a, **k: (0.0, None))
+    with pytest.raises(FioError, match="max run of the latency search moved no read I/O"):
+        slo_search.search(TEST, TIMING, lambda rate, full: ({}, ""))
 
 
 # ------------------------------------------------------------------ real fio, local mode, analytics

@@ -16,7 +16,7 @@ from pathlib import Path
 from pvbench import __version__
 from pvbench.cells.cell import Cell
 from pvbench.cells.slo import describe as describe_slo
-from pvbench.cells.slo import rate_options, slo_fio_seconds, slo_probe_timing
+from pvbench.cells.slo import rate_options, slo_fio_seconds, slo_probe_timing, slo_run_timing
 from pvbench.cells.slo import search as search_slo
 from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
@@ -148,7 +148,7 @@ def _search_slo(plan: CellPlan) -> tuple[LatencySloResult, FioRun]:
     runs: list[FioRun] = []
 
     def run(rate: float | None, full: bool) -> tuple[dict, str]:
-        timing = plan.timing if full else slo_probe_timing(plan.timing)
+        timing = slo_run_timing(plan.timing) if full else slo_probe_timing(plan.timing)
         options = {test.name: rate_options(test, rate)}
         fio = run_fio(render_jobfile(plan.profile, [test], timing, plan.target, overrides=options), plan.fio_timeout_s)
         errors = job_errors(fio.output)
