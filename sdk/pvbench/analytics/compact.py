@@ -192,74 +192,120 @@ def validate(content: bytes):
         return None, ("invalid", f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}{more}")
 
 
-def build_compact(
+@dataclass
+class ReadRun:
+    """One run's documents, read and validated: the valid ones in a newline-delimited batch file
+    (DuckDB reads it), and a row of DOCUMENT_COLUMNS for every document read."""
+
+    listing: RunListing
+    folder: tempfile.TemporaryDirectory
+    documents: list[dict]
+    valid: int
+
+    @property
+    def batch(self) -> Path:
+        return Path(self.folder.name) / "documents.ndjson"
+
+
+def read_run(store: Store, listing: RunListing) -> ReadRun:
+    """Read the run's documents once and validate them (the Python half of a compaction: it can
+    run in a thread while DuckDB writes the previous run's compact).
+
+    Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into
+    the batch with their source_key and cell_key in front.
+    """
+    folder = tempfile.TemporaryDirectory(prefix="pvbench-compact-")
+    read = ReadRun(listing, folder, [], 0)
+    with read.batch.open("wb") as out:
+        for obj, content in _contents(store, listing.objects):
+            row = {
+                "source_key": obj.key,
+                "size": obj.size,
+                "version": obj.version,
+                "cell_key": None,
+                "problem": None,
+                "reason": None,
+            }
+            if isinstance(content, Exception):
+                row.update(problem="invalid", reason=f"cannot be read: {content}")
+            else:
+                doc, problem = validate(content)
+                if problem is not None:
+                    row.update(problem=problem[0], reason=problem[1])
+                else:
+                    row["cell_key"] = doc.identity.result_key()
+                    head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
+                    out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
+                    read.valid += 1
+            read.documents.append(row)
+    return read
+
+
+def write_compact(
     store: Store,
-    listing: RunListing,
+    read: ReadRun,
     compact_models: list,
-    connect: Callable[[], duckdb.DuckDBPyConnection],
+    con: duckdb.DuckDBPyConnection,
     failures: list[dict] | None = None,
 ) -> int:
-    """Read the run's documents once, validate them, and write its compact; returns the valid count.
-
-    Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into a
-    newline-delimited batch with their source_key and cell_key in front; DuckDB reads the batch
-    with the schema's column types through the raw and normalized models.
-    """
+    """The DuckDB half: the batch through the raw and normalized models (with the schema's column
+    types), written as the run's compact; returns the valid count. Removes the batch."""
+    listing = read.listing
     compact = Compact(listing.campaign, listing.run)
-    documents: list[dict] = []
-    valid = 0
-    with tempfile.TemporaryDirectory(prefix="pvbench-compact-") as tmp:
-        batch = Path(tmp) / "documents.ndjson"
-        with batch.open("wb") as out:
-            for obj, content in _contents(store, listing.objects):
-                row = {
-                    "source_key": obj.key,
-                    "size": obj.size,
-                    "version": obj.version,
-                    "cell_key": None,
-                    "problem": None,
-                    "reason": None,
-                }
-                if isinstance(content, Exception):
-                    row.update(problem="invalid", reason=f"cannot be read: {content}")
-                else:
-                    doc, problem = validate(content)
-                    if problem is not None:
-                        row.update(problem=problem[0], reason=problem[1])
-                    else:
-                        row["cell_key"] = doc.identity.result_key()
-                        head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
-                        out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
-                        valid += 1
-                documents.append(row)
-        con = connect()
-        try:
-            rows_file = Path(tmp) / COMPACT_ROWS_FILE
-            con.execute("SET VARIABLE result_files = ?", [[str(batch)]])
-            for model in compact_models:
-                try:
-                    con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
-                except duckdb.Error as exc:
-                    raise AnalyticsError(
-                        f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}"
-                    ) from exc
-            con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
-            docs_file = Path(tmp) / COMPACT_DOCUMENTS_FILE
-            insert_rows(con, "documents", DOCUMENT_COLUMNS, documents)
-            con.execute(
-                f"COPY documents TO '{docs_file}' (FORMAT parquet, KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}})"
+    tmp = Path(read.folder.name)
+    try:
+        rows_file = tmp / COMPACT_ROWS_FILE
+        con.execute("SET VARIABLE result_files = ?", [[str(read.batch)]])
+        for model in compact_models:
+            try:
+                con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+            except duckdb.Error as exc:
+                raise AnalyticsError(
+                    f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}"
+                ) from exc
+        con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
+        docs_file = tmp / COMPACT_DOCUMENTS_FILE
+        insert_rows(con, "documents", DOCUMENT_COLUMNS, read.documents)
+        con.execute(
+            f"COPY documents TO '{docs_file}' (FORMAT parquet, KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}})"
+        )
+        parquet = "application/vnd.apache.parquet"
+        # rows first, documents last: a compact whose documents table is missing is rebuilt
+        store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
+        if failures is not None:
+            failures_file = tmp / COMPACT_FAILURES_FILE
+            insert_rows(
+                con, "failures", FAILURES_COLUMNS, [{**f, "run": f.get("run") or listing.run} for f in failures]
             )
-            parquet = "application/vnd.apache.parquet"
-            # rows first, documents last: a compact whose documents table is missing is rebuilt
-            store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
-            if failures is not None:
-                failures_file = Path(tmp) / COMPACT_FAILURES_FILE
-                insert_rows(
-                    con, "failures", FAILURES_COLUMNS, [{**f, "run": f.get("run") or listing.run} for f in failures]
-                )
-                con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
-                store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
-            store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
-        finally:
-            con.close()
-    return valid
+            con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
+            store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
+        store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
+    finally:
+        read.folder.cleanup()
+    return read.valid
+
+
+def build_compacts(
+    store: Store,
+    listings: list[RunListing],
+    compact_models: list,
+    con: duckdb.DuckDBPyConnection,
+    failures: dict[tuple[str, str], list[dict]] | None = None,
+    progress: Callable[[RunListing], None] | None = None,
+) -> None:
+    """Compact the runs in turn, reading the next run's documents in a thread while DuckDB writes
+    the compact of this one: reading files (or S3 GETs) and DuckDB both release the GIL, so on two
+    cores a compaction costs little more than the read. At most two runs' batches exist at once.
+    ``failures``: what failed, by (campaign, run), for the runs that have any."""
+    if not listings:
+        return
+    with ThreadPoolExecutor(1) as reader:
+        pending = reader.submit(read_run, store, listings[0])
+        for i, listing in enumerate(listings):
+            read = pending.result()
+            if i + 1 < len(listings):
+                pending = reader.submit(read_run, store, listings[i + 1])
+            if progress:
+                progress(listing)
+            where = (listing.campaign, listing.run)
+            write_compact(store, read, compact_models, con, (failures or {}).get(where))

@@ -21,7 +21,7 @@ from pvbench.analytics.compact import (
     COMPACT_TABLE,
     Compact,
     RunListing,
-    build_compact,
+    build_compacts,
     is_current,
     list_compacts,
     list_runs,
@@ -205,19 +205,26 @@ def refresh_compacts(
     existing = list_compacts(store, campaign)
     con = connect(store)
     try:
-        for where, listing in listings.items():
-            compact = existing.get(where)
-            if compact is not None and failures is None and is_current(con, store, compact, listing):
-                continue
-            if progress:
+        todo = [
+            listing
+            for where, listing in listings.items()
+            if where not in existing or failures is not None or not is_current(con, store, existing[where], listing)
+        ]
+        given: dict[tuple[str, str], list[dict]] = {}
+        if run is not None and failures is not None:
+            given = {where: failures for where in listings}
+            where = (slug(campaign), slug(run)) if campaign is not None else None
+            if where is not None and where not in listings:  # every cell failed: keep the failures, with no results
+                given[where] = failures
+                todo.append(RunListing(*where, ()))
+
+        def announce(listing: RunListing) -> None:
+            if progress and listing.objects:
                 progress(f"compacting run {listing.run}: {len(listing.objects)} documents")
-            build_compact(store, listing, compact_models, lambda: connect(store), failures if run else None)
-            existing[where] = Compact(*where)
-        if run is not None and failures is not None and campaign is not None:
-            where = (slug(campaign), slug(run))
-            if where not in listings:  # every cell failed: keep the failures, with no results
-                build_compact(store, RunListing(*where, ()), compact_models, lambda: connect(store), failures)
-                existing[where] = Compact(*where)
+
+        build_compacts(store, todo, compact_models, con, given, announce)
+        for listing in todo:
+            existing[(listing.campaign, listing.run)] = Compact(listing.campaign, listing.run)
         if run is not None:
             return list(existing.values())
         # Without --run every run was listed: a compact whose run has no result.json left stays

@@ -119,17 +119,25 @@ class SideComparison:
 
 
 def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
-    """Rows grouped by the match keys, and inside each group by occasion (run × occasion)."""
-    groups: dict[tuple, dict] = defaultdict(lambda: {"occasions": defaultdict(list)})
+    """Rows grouped by the match keys, and inside each group by occasion (run × occasion). A row
+    holds one ``value``, or the ``values`` of an occasion already grouped (the report's rows)."""
+    groups: dict[tuple, dict] = {}
     for row in rows:
-        g = groups[tuple(row[k] for k in keys)]
-        g["occasions"][(row["run"], row["occasion"])].append(float(row["value"]))
-        g.update(
-            better=row["better"],
-            unit=row["unit"],
-            workload_title=row["workload_title"],
-            storage_class=row["storage_class"],
-        )
+        key = tuple(row[k] for k in keys)
+        g = groups.get(key)
+        if g is None:  # better, unit and title are the metric's, the same on every row of a group
+            g = groups[key] = {
+                "occasions": defaultdict(list),
+                "better": row["better"],
+                "unit": row["unit"],
+                "workload_title": row["workload_title"],
+                "storage_class": row["storage_class"],
+            }
+        values = g["occasions"][(row["run"], row["occasion"])]
+        if "values" in row:
+            values.extend(map(float, row["values"]))
+        else:
+            values.append(float(row["value"]))
     return groups
 
 

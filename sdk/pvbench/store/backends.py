@@ -14,12 +14,17 @@ import os
 import re
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol
 from urllib.parse import urlparse
 
 log = logging.getLogger("pvbench.store")
+
+
+# Threads that walk a local store's folders at once (see LocalStore.list_objects).
+LIST_THREADS = 4
 
 
 class StoreError(RuntimeError):
@@ -117,33 +122,58 @@ class LocalStore:
         return (obj.key for obj in self.list_objects(prefix))
 
     def list_objects(self, prefix: str) -> Iterator[StoredObject]:
+        """Every file under the prefix, in key order (a folder's files, then its subfolders').
+
+        The folders of a campaign's runs are walked in LIST_THREADS threads: reading a directory
+        and a stat release the GIL, and a 100,000-result campaign is some 125,000 directories, whose
+        reads wait on the disk when the page cache has let them go. Each run's subtree is a list;
+        the whole listing is never held at once beyond the runs walked ahead."""
         base = self._path(prefix)
         if not base.is_dir():
             if base.is_file():
                 st = base.stat()
                 yield StoredObject(prefix, st.st_size, str(st.st_mtime_ns))
             return
-        # os.scandir, one directory at a time in name order: the stat comes with the entry,
-        # and a 100,000-file tree is walked without building a list of it first.
+        folder = str(base)
+        while True:  # down the single-child folders (results/ → campaign=…) to where the tree fans out
+            files, folders = self._scan(folder)
+            yield from files
+            if len(folders) != 1:
+                break
+            folder = folders[0]
+        if len(folders) <= 1:
+            return
+        with ThreadPoolExecutor(LIST_THREADS) as pool:
+            for objects in pool.map(self._walk, folders):
+                yield from objects
+
+    def _scan(self, folder: str) -> tuple[list[StoredObject], list[str]]:
+        """(the folder's files with their size and version, its subfolders), each in name order."""
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:
+            return [], []
         root = len(str(self.root)) + 1
-        stack = [str(base)]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
-            except FileNotFoundError:
+        files, folders = [], []
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            files = []
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file():
-                    files.append(entry)
-            for entry in reversed(files):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.is_file():
                 st = entry.stat()
-                yield StoredObject(entry.path[root:].replace(os.sep, "/"), st.st_size, str(st.st_mtime_ns))
+                files.append(StoredObject(entry.path[root:].replace(os.sep, "/"), st.st_size, str(st.st_mtime_ns)))
+        return files, folders
+
+    def _walk(self, folder: str) -> list[StoredObject]:
+        """Everything under one folder, in key order (depth first)."""
+        out: list[StoredObject] = []
+        stack = [folder]
+        while stack:
+            files, folders = self._scan(stack.pop())
+            out.extend(files)
+            stack.extend(reversed(folders))
+        return out
 
     def duckdb_path(self, key_or_glob: str) -> str:
         return str(self.root / key_or_glob)
