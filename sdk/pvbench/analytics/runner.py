@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -324,19 +325,51 @@ def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dic
     install_metrics(con)
 
 
+@dataclass(frozen=True)
+class Overlapped:
+    """An ``after`` step in two halves: ``compute`` reads the table ``needs`` in a thread (its own
+    cursor) as soon as that model has made it, beside the models that follow (DuckDB releases the
+    GIL, so a step computed in Python and the SQL share the cores); ``finish`` gets its result on
+    the connection after the models. Called as a plain step, it does both in turn."""
+
+    needs: str
+    compute: Callable[[duckdb.DuckDBPyConnection], object]
+    finish: Callable[[duckdb.DuckDBPyConnection, object], None]
+
+    def __call__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.finish(con, self.compute(con))
+
+
+def _computed(step: Overlapped, cursor: duckdb.DuckDBPyConnection) -> object:
+    try:
+        return step.compute(cursor)
+    finally:
+        cursor.close()
+
+
 def run_models(
     con: duckdb.DuckDBPyConnection, models: Sequence[Model], before: Sequence[Step] = (), after: Sequence[Step] = ()
 ) -> None:
-    """``before`` steps, the models in order (each makes the table it is named for), ``after`` steps."""
+    """``before`` steps, the models in order (each makes the table it is named for), ``after`` steps
+    (an Overlapped one starts as soon as the table it reads is made)."""
     for step in before:
         step(con)
-    for model in models:
-        try:
-            con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
-        except duckdb.Error as exc:
-            raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
-    for step in after:
-        step(con)
+    overlapped = [s for s in after if isinstance(s, Overlapped)]
+    started: dict[int, Future] = {}
+    with ThreadPoolExecutor(max(1, len(overlapped))) as pool:
+        for model in models:
+            try:
+                con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+            except duckdb.Error as exc:
+                raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
+            for step in overlapped:
+                if step.needs == model.name:
+                    started[id(step)] = pool.submit(_computed, step, con.cursor())
+        for step in after:
+            if isinstance(step, Overlapped) and id(step) in started:
+                step.finish(con, started[id(step)].result())
+            else:
+                step(con)
 
 
 def empty_tables(

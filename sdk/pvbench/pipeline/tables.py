@@ -11,7 +11,7 @@ from pvbench.analytics import runner
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
-from pvbench.stats.tables import build_report_comparisons
+from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
 
@@ -42,7 +42,7 @@ def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
         register_functions(con)
         install(con, Declarations(limits=[], prices=[]))
 
-    con = runner.empty_tables(root, before=[nothing_declared], after=[build_report_comparisons])
+    con = runner.empty_tables(root, before=[nothing_declared], after=[REPORT_COMPARISONS])
     try:
         return {table: runner.table_columns(con, table) for table in runner.output_tables(root, PYTHON_TABLES)}
     finally:
@@ -73,7 +73,7 @@ def build_tables(
         run,
         root,
         before=[_declarations(store, limits)],
-        after=[build_report_comparisons] if extras else [],
+        after=[REPORT_COMPARISONS] if extras else [],
         failures=failures,
         warn=warn,
         only_run=only_run,

@@ -24,7 +24,7 @@ import csv
 from collections import defaultdict
 from itertools import combinations
 
-from pvbench.analytics.runner import analytics_dir
+from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
 from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups
@@ -190,6 +190,15 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
 def build_report_comparisons(con, settings: CompareSettings | None = None) -> int:
     settings = settings or load_settings()
     return insert_rows(con, "report_comparisons", dict(COLUMNS), report_comparison_rows(_rows(con), settings))
+
+
+# The same, as a step of the campaign's models: the comparisons are computed (in Python) while the
+# models after ``measurements`` run, and written once they have.
+REPORT_COMPARISONS = Overlapped(
+    needs="measurements",
+    compute=lambda con: report_comparison_rows(_rows(con), load_settings()),
+    finish=lambda con, rows: insert_rows(con, "report_comparisons", dict(COLUMNS), rows),
+)
 
 
 def load_settings() -> CompareSettings:
