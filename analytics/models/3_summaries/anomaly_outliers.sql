@@ -1,4 +1,6 @@
 -- anomaly_outliers: every measurement with an outlier test whose false alarms are bounded per cell.
+-- materialized: view
+-- (a row per measured value, read by report_anomalies for its flagged headline values only)
 -- Cell = campaign × storage class × profile × workload × direction × metric (all runs and
 -- occasions); occasion = run × occasion.
 --

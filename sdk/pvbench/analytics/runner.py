@@ -67,6 +67,13 @@ class Model:
     def sql(self) -> str:
         return self.path.read_text()
 
+    @property
+    def materialized(self) -> str:
+        """``table`` (the default), or ``view`` when the file says ``-- materialized: view`` (dbt's
+        config, as a comment): a per-value table read by one model is computed where it is read,
+        so the reader's filter reaches into it and its rows are never all stored."""
+        return "view" if re.search(r"^--\s*materialized:\s*view\s*$", self.sql, re.M) else "table"
+
 
 def discover_models(root: Path | None = None) -> list[Model]:
     """All models, ordered so each runs after the tables it reads (by name reference)."""
@@ -359,7 +366,7 @@ def run_models(
     with ThreadPoolExecutor(max(1, len(overlapped))) as pool:
         for model in models:
             try:
-                con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+                con.execute(f"CREATE OR REPLACE {model.materialized.upper()} {model.name} AS\n{model.sql}")
             except duckdb.Error as exc:
                 raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
             for step in overlapped:
