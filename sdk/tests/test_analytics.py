@@ -232,3 +232,44 @@ def test_occasion_box_plots_show_the_newest_12_occasions_and_the_split_uses_all(
     ).fetchall()
     assert n == 12 and shown == [f"o{i}" for i in range(3, 15)]
     assert con.execute("select n_occasions from report_occasions").fetchall() == [(15,)]
+
+
+def test_an_overlapped_step_runs_beside_the_later_models_and_a_view_model_is_a_view(tmp_path):
+    """A step computed in Python starts (in a thread, on its own cursor) once the table it reads
+    exists, and writes its table after the models; its error is the aggregation's. A model that
+    says ``-- materialized: view`` is made a view."""
+    import threading
+
+    from pvbench.analytics.runner import Model, Overlapped, run_models
+
+    (tmp_path / "1_raw").mkdir()
+    a = tmp_path / "1_raw" / "a.sql"
+    a.write_text("select range as x from range(5)")
+    b = tmp_path / "1_raw" / "b.sql"
+    b.write_text("-- b: every x, doubled\n-- materialized: view\nselect 2 * x as y from a")
+    models = [Model("a", a, "1_raw"), Model("b", b, "1_raw")]
+    assert [m.materialized for m in models] == ["table", "view"]
+    seen = {}
+
+    def compute(con):
+        seen["thread"] = threading.get_ident()
+        return con.execute("select sum(x) from a").fetchone()[0]
+
+    con = duckdb.connect()
+    run_models(
+        con,
+        models,
+        after=[Overlapped("a", compute, lambda con, total: con.execute(f"create table c as select {total} as total"))],
+    )
+    assert con.execute("select total from c").fetchone()[0] == 10
+    assert seen["thread"] != threading.get_ident()
+    assert (
+        con.execute("select table_type from information_schema.tables where table_name = 'b'").fetchone()[0] == "VIEW"
+    )
+    assert con.execute("select sum(y) from b").fetchone()[0] == 20
+
+    def broken(con):
+        raise AnalyticsError("the step failed")
+
+    with pytest.raises(AnalyticsError, match="the step failed"):
+        run_models(duckdb.connect(), models, after=[Overlapped("a", broken, lambda con, r: None)])

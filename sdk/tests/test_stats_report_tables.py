@@ -225,3 +225,63 @@ def test_report_tables_match_the_published_contract(thesis):
     assert {"report_overview", "report_comparisons", "report_anomalies", "report_methodology"} <= set(schemas)
     for table, columns in schemas.items():
         assert table_columns(thesis, table) == columns, table
+
+
+def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):
+    """report_comparisons reads each occasion's headline values as one row (grouped in SQL): the
+    verdicts are those of the same comparisons fed one row per value, for every kind (all class
+    pairs in the thesis; a reference class beyond six classes, and the last run, synthetic)."""
+    from pvbench.stats.sides import MEASUREMENT_COLUMNS
+    from pvbench.stats.tables import _rows, load_settings, report_comparison_rows
+
+    rng = np.random.default_rng(3)
+    write(
+        tmp_path,
+        [
+            doc(
+                run=f"r{r}",
+                occasion=f"o{r}",
+                storage_class=f"sc{c}",
+                rep=rep,
+                value=float(rng.normal(1000 + 50 * c, 40)),
+                started=T0 + timedelta(days=r, minutes=c * 10 + rep),
+            )
+            for r in range(3)
+            for c in range(8)
+            for rep in range(1, 4)
+        ],
+    )
+    synthetic = build_tables(open_store(str(tmp_path)), "syn", extras=False)
+
+    def essentials(rows):
+        return sorted(
+            (
+                r["kind"],
+                r["baseline"],
+                r["candidate"],
+                r["storage_class"] or "",
+                r["workload"],
+                r["metric"],
+                r["n_baseline"],
+                r["n_candidate"],
+                round(r["mean_candidate"], 6),
+                None if r["p_value"] is None or np.isnan(r["p_value"]) else round(r["p_value"], 9),
+                r["verdict"],
+            )
+            for r in rows
+        )
+
+    settings = load_settings()
+    for con in (thesis, synthetic):
+        cols = ", ".join(MEASUREMENT_COLUMNS)
+        single = [
+            dict(zip(MEASUREMENT_COLUMNS + ("started_at",), r))
+            for r in con.execute(f"select {cols}, epoch(started_at) from measurements where is_headline").fetchall()
+        ]
+        grouped = _rows(con)
+        assert len(grouped) < len(single)
+        kinds = {r["kind"] for r in report_comparison_rows(grouped, settings)}
+        assert essentials(report_comparison_rows(grouped, settings)) == essentials(
+            report_comparison_rows(single, settings)
+        )
+        assert kinds == ({"storage_class"} if con is thesis else {"storage_class", "run"})

@@ -132,3 +132,29 @@ def test_spool_failure_does_not_lose_an_uploaded_result(tmp_path, s3_store_url):
     (tmp_path / "store").write_text("not a directory either")
     outcome = publish(doc, "{}", bad, spool)
     assert not outcome.stored and outcome.spooled_at is None and "not spooled either" in outcome.error
+
+
+def test_local_listing_in_threads_is_in_key_order_like_s3(tmp_path, monkeypatch):
+    """The runs' folders are walked in threads; the listing is still in key order (a folder's
+    files, then its subfolders'), from any prefix, with one thread or many."""
+    from pvbench.store import backends
+
+    store = open_store(str(tmp_path))
+    keys = [
+        f"results/campaign=c/run=r{r}/occasion=o/storage_class=s{s}/rep={rep}/{name}"
+        for r in (3, 1, 2)
+        for s in (2, 1)
+        for rep in (1, 2)
+        for name in ("result.json", "fio.json")
+    ] + ["results/campaign=c/README", "results/top.json"]
+    for key in keys:
+        store.put_bytes(key, key.encode())
+    for threads in (1, 4):
+        monkeypatch.setattr(backends, "LIST_THREADS", threads)
+        for prefix in ("results", "results/campaign=c", "results/campaign=c/run=r2"):
+            listed = [o.key for o in store.list_objects(prefix)]
+            assert sorted(listed) == sorted(k for k in keys if k.startswith(prefix + "/"))
+            # depth first, name order: every file of a folder before those of its subfolders
+            assert listed == sorted(
+                listed, key=lambda k: [(i != k.count("/"), part) for i, part in enumerate(k.split("/"))]
+            )
