@@ -6,8 +6,8 @@ loopback, prints:
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>`
-  report    `pvbench report build` of the campaign's tables (local store, largest N: the build
-            does not depend on the store, and its fixed cost is most of it)
+  report    `pvbench report build` of the campaign's tables (local store, smallest and largest N:
+            the build does not depend on the store, and its fixed cost is most of it)
 with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
 (a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
 5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
@@ -114,15 +114,20 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
-def timed(args: list[str], env: dict) -> tuple[float, float]:
+def timed(args: list[str], env: dict) -> tuple[float, float] | None:
     """(wall seconds, peak RSS in GiB) of one pvbench command in its own process."""
     t0 = time.monotonic()
     proc = subprocess.Popen(PVBENCH + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
-    if status != 0:
-        raise SystemExit(f"pvbench {' '.join(args)} failed:\n{proc.stderr.read().decode()[-2000:]}")
+    if status != 0:  # said, and shown as failed in the table; the other measurements go on
+        print(f"pvbench {' '.join(args)} failed:\n{proc.stderr.read().decode()[-2000:]}", file=sys.stderr)
+        return None
     return wall, usage.ru_maxrss / 2**20
+
+
+def shown(measured: tuple[float, float] | None) -> str:
+    return "FAILED" if measured is None else f"{measured[0]:.1f} s · {measured[1]:.2f} GiB"
 
 
 def main() -> None:
@@ -132,7 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = args.stores.split(",")
-    console = Console()
+    console = Console(width=200)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-agg-") as tmp:
         work = Path(tmp)
@@ -178,14 +183,13 @@ def main() -> None:
                     )
                     report = (
                         timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
-                        if kind == "local" and n == max(sizes)
-                        else None
+                        if kind == "local" and n in (min(sizes), max(sizes))
+                        else False  # not built: the build does not depend on the store
                     )
                     rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, report))
                     console.print(
-                        f"  read {read_s:.1f} s, full {full[0]:.1f} s ({full[1]:.2f} GiB), "
-                        f"verify {verify[0]:.1f} s ({verify[1]:.2f} GiB), add run {added[0]:.1f} s ({added[1]:.2f} GiB)"
-                        + (f", report {report[0]:.1f} s ({report[1]:.2f} GiB)" if report else "")
+                        f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
+                        + (f", report {shown(report)}" if kind == "local" and n in (min(sizes), max(sizes)) else "")
                     )
         finally:
             if minio:
@@ -209,13 +213,18 @@ def main() -> None:
             f"{n:,}",
             f"{total / 1e6:.0f}",
             f"{read_s:.1f} s",
-            f"{full[0]:.1f} s · {full[1]:.2f} GiB",
-            f"{full[0] / read_s:.1f}×",
-            f"{verify[0]:.1f} s · {verify[1]:.2f} GiB",
-            f"{added[0]:.1f} s · {added[1]:.2f} GiB",
-            f"{report[0]:.0f} s · {report[1]:.2f} GiB" if report else "–",
+            shown(full),
+            f"{full[0] / read_s:.1f}×" if full else "–",
+            shown(verify),
+            shown(added),
+            "–" if report is False else shown(report),
         )
     console.print(table)
+    # the same, as the README's performance section shows it
+    print("\n| " + " | ".join(c.header for c in table.columns) + " |")
+    print("|" + "---|" * len(table.columns))
+    for i in range(len(rows)):
+        print("| " + " | ".join(str(c._cells[i]) for c in table.columns) + " |")
 
 
 if __name__ == "__main__":
