@@ -7,10 +7,14 @@ files by the tables they mention, binds where the results are, and writes output
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import logging
 import os
 import re
+import sys
 import tempfile
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +82,15 @@ class Model:
 def discover_models(root: Path | None = None) -> list[Model]:
     """All models, ordered so each runs after the tables it reads (by name reference)."""
     root = root or analytics_dir()
-    models = [Model(p.stem, p, p.parent.name) for p in sorted((root / "models").glob("*/*.sql"))]
+    paths = sorted((root / "models").glob("*/*.sql"))
+    stats = ((p, p.stat()) for p in paths)
+    return list(_ordered_models(tuple((p, st.st_mtime_ns, st.st_size) for p, st in stats), root))
+
+
+@functools.lru_cache(maxsize=8)
+def _ordered_models(files: tuple[tuple[Path, int, int], ...], root: Path) -> tuple[Model, ...]:
+    """discover_models' work, done once per set of files as they are (an aggregation asks three times)."""
+    models = [Model(p.stem, p, p.parent.name) for p, *_ in files]
     if not models:
         raise AnalyticsError(f"no SQL models under {root / 'models'}")
     names = {m.name for m in models}
@@ -96,7 +108,7 @@ def discover_models(root: Path | None = None) -> list[Model]:
         for m in sorted(ready, key=lambda m: (m.layer, m.name)):
             ordered.append(by_name[m.name])
             done.add(m.name)
-    return ordered
+    return tuple(ordered)
 
 
 def _strip_comments(sql: str) -> str:
@@ -113,8 +125,18 @@ def httpfs_extension_path() -> Path:
     return found[0]
 
 
+def _pandas_is_absent() -> None:
+    """DuckDB's Python layer tries ``import pandas`` twice for every call of a Python function
+    from SQL (f_pvalue, t_quantile …) and every Python value it converts. pvbench does not install
+    pandas, and Python does not remember a failed import: each try walks sys.path again (~50 µs).
+    Recording the absence makes the try fail at once, exactly as it would have."""
+    if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
+        sys.modules["pandas"] = None  # type: ignore[assignment]
+
+
 def connect(store: Store | None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that can read the store (S3 through the pinned httpfs, loaded offline)."""
+    _pandas_is_absent()
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     configure(con)
     if isinstance(store, S3Store):
@@ -365,10 +387,12 @@ def run_models(
     started: dict[int, Future] = {}
     with ThreadPoolExecutor(max(1, len(overlapped))) as pool:
         for model in models:
+            started_at = time.monotonic()
             try:
                 con.execute(f"CREATE OR REPLACE {model.materialized.upper()} {model.name} AS\n{model.sql}")
             except duckdb.Error as exc:
                 raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
+            log.debug("model %s: %.2f s", model.name, time.monotonic() - started_at)
             for step in overlapped:
                 if step.needs == model.name:
                     started[id(step)] = pool.submit(_computed, step, con.cursor())

@@ -7,19 +7,22 @@ import math
 from functools import lru_cache
 
 
+# scipy.special's ufuncs, not scipy.stats' distributions: the same functions (stats.f.sf is
+# special.fdtrc, stats.t.ppf is special.stdtrit), without the ~1 ms of argument checking per call
+# that made f_pvalue most of a small campaign's aggregation.
 def _f_pvalue(f: float, df1: float, df2: float) -> float | None:
-    from scipy import stats
+    from scipy import special
 
     if f is None or df1 is None or df2 is None or df1 <= 0 or df2 <= 0 or math.isnan(f):
         return None
-    return float(stats.f.sf(f, df1, df2))
+    return float(special.fdtrc(df1, df2, f))
 
 
 @lru_cache(maxsize=4096)
 def _t_quantile_cached(p: float, df: float) -> float:
-    from scipy import stats
+    from scipy import special
 
-    return float(stats.t.ppf(p, df))
+    return float(special.stdtrit(df, p))
 
 
 def _t_quantile(p: float, df: float) -> float | None:
