@@ -280,6 +280,16 @@ def test_numbers_are_rounded_to_what_the_data_supports():
     ]
 
 
+def test_the_build_bounds_nodes_heap_unless_told_otherwise():
+    """Node's heap is bounded (its default grows with the machine); a NODE_OPTIONS that sets its
+    own bound wins, and other options are kept."""
+    from pvbench.report.build import REPORT_HEAP_MIB, _node_options
+
+    assert _node_options("") == f"--max-old-space-size={REPORT_HEAP_MIB}"
+    assert _node_options("--trace-warnings") == f"--trace-warnings --max-old-space-size={REPORT_HEAP_MIB}"
+    assert _node_options("--max-old-space-size=4096") == "--max-old-space-size=4096"
+
+
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     project = tmp_path / "reports"
     project.mkdir()
