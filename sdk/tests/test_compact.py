@@ -7,6 +7,8 @@ nothing is counted twice; DuckDB stays within what the process may use; S3 listi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -157,7 +159,6 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
     failed import is not remembered by Python, so without pandas each call walked sys.path twice
     (a third of a 100,000-result aggregation). After connect() nothing is looked up per call."""
     import importlib.abc
-    import sys
 
     from pvbench.stats.functions import register_functions
 
@@ -171,10 +172,20 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
     con = connect(None)
     register_functions(con)
     con.execute("select f_pvalue(2.0, 3, 40)").fetchall()  # imports scipy.special, once
-    sys.meta_path.insert(0, Finder())
+    sys.meta_path.append(Finder())  # asked only when every finder before it found nothing
     try:
         values = con.execute("select f_pvalue(range::double, 3, 40) from range(1, 500)").fetchall()
     finally:
-        sys.meta_path.pop(0)
+        sys.meta_path.pop()
     assert len(values) == 499 and 0 < values[0][0] < 1
     assert looked_up == []
+    # pandas is still absent the ordinary way, for any library that looks for it (pyarrow does)
+    script = (
+        "from pvbench.analytics.runner import connect; connect(None)\n"
+        "try:\n    import pandas\nexcept ModuleNotFoundError as exc:\n    print(exc.name)\n"
+        "import importlib.util\n"
+        "if importlib.util.find_spec('pyarrow'):\n    import pyarrow.dataset, pyarrow.parquet\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "pandas"
