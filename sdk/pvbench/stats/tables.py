@@ -187,13 +187,8 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
     return out
 
 
-def build_report_comparisons(con, settings: CompareSettings | None = None) -> int:
-    settings = settings or load_settings()
-    return insert_rows(con, "report_comparisons", dict(COLUMNS), report_comparison_rows(_rows(con), settings))
-
-
-# The same, as a step of the campaign's models: the comparisons are computed (in Python) while the
-# models after ``measurements`` run, and written once they have.
+# report_comparisons as a step of the campaign's models: computed (in Python) while the models
+# after ``measurements`` run, written once they have; called as a plain step, it does both in turn.
 REPORT_COMPARISONS = Overlapped(
     needs="measurements",
     compute=lambda con: report_comparison_rows(_rows(con), load_settings()),
