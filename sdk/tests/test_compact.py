@@ -189,3 +189,51 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "pandas"
+
+
+def _per_value_summary(con) -> list[tuple]:
+    """The campaign summary's n, mean, sd and quartiles computed the direct way, value by value."""
+    return con.execute("""
+        select storage_class, metric, count(*), avg(value), stddev_samp(value), quantile_cont(value, 0.25),
+               median(value), quantile_cont(value, 0.75), count(distinct (run, occasion))
+        from measurements group by all order by all""").fetchall()
+
+
+def test_summaries_merged_from_the_runs_occasions_equal_those_over_every_value(tmp_path):
+    """The campaign's summaries merge each run's occasion rows (occasion_measurements: n, mean, sum
+    of squares, the values); what they give must be what the values give directly, whatever the
+    number of reps per occasion — and still when a copy of a result in another run's folder makes
+    the campaign regroup the occasions itself."""
+    write(tmp_path, night("n1", 1, reps=2) + night("n2", 2, level=1300.0, reps=5) + night("n3", 3, reps=3))
+    store = open_store(str(tmp_path))
+    aggregate(store, "syn")
+
+    def check(con):
+        summary = con.execute("""
+            select storage_class, metric, n, mean, sd, q1, median, q3, n_occasions
+            from summary order by all""").fetchall()
+        direct = _per_value_summary(con)
+        assert len(summary) == len(direct) > 0
+        for got, want in zip(summary, direct):
+            assert got[:2] == want[:2] and got[2] == want[2] and got[8] == want[8]
+            assert got[3:8] == pytest.approx(want[3:8], rel=1e-12)
+        components = con.execute("""
+            select storage_class, metric, ms_within from occasion_components order by all""").fetchall()
+        within = con.execute("""
+            select storage_class, metric,
+                   sum(ss) / (sum(n) - count(*))
+            from (select storage_class, metric, run, occasion, count(*) as n, var_pop(value) * count(*) as ss
+                  from measurements group by all)
+            group by all having count(*) >= 2 and sum(n) > count(*) order by all""").fetchall()
+        assert [c[:2] for c in components] == [w[:2] for w in within]
+        assert [c[2] for c in components] == pytest.approx([w[2] for w in within], rel=1e-12)
+
+    check(build_tables(store, "syn", extras=False))
+    # a copy of one n2 result kept in n3's folder: counted once, so n3's compact cannot be read as is
+    copy = night("n2", 2, level=1300.0, reps=5)[0]
+    key = copy.identity.result_key().replace("/run=n2/", "/run=n3/")
+    (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / key).write_text(copy.model_dump_json())
+    con = build_tables(store, "syn", extras=False)
+    assert con.execute("select count(*) from skipped_results where problem = 'duplicate'").fetchone()[0] == 1
+    check(con)

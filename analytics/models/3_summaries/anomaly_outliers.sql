@@ -23,15 +23,15 @@
 -- A value that differs from others that are all identical (s₍₋ᵢ₎ = 0, e.g. rate-limited fio) is an
 -- outlier by any measure: t is infinite. Tukey's fences over the cell (Q1 − 1.5·IQR, Q3 + 1.5·IQR)
 -- ride along for the box plots.
+-- The occasions (n, mean, ss) are occasion_measurements' rows, made when each run was compacted.
 with occasions as (
     select
         campaign, storage_class, profile, workload, direction, metric, run, occasion,
-        count(*) as n_occasion,
-        avg(value) as occasion_mean,
-        median(value) as occasion_median,
-        coalesce(var_pop(value) * count(*), 0) as occasion_ss
-    from measurements
-    group by campaign, storage_class, profile, workload, direction, metric, run, occasion
+        n as n_occasion,
+        mean as occasion_mean,
+        list_aggregate(list_transform(observations, o -> o.value), 'median') as occasion_median,
+        ss as occasion_ss
+    from occasion_measurements
 ),
 cells as (
     select
@@ -48,10 +48,11 @@ cells as (
 cell_quantiles as (
     select
         campaign, storage_class, profile, workload, direction, metric,
-        median(value) as cell_median,
-        quantile_cont(value, 0.25) as q1,
-        quantile_cont(value, 0.75) as q3
-    from measurements
+        median(o.value) as cell_median,
+        quantile_cont(o.value, 0.25) as q1,
+        quantile_cont(o.value, 0.75) as q3
+    from (select campaign, storage_class, profile, workload, direction, metric, unnest(observations) as o
+          from occasion_measurements)
     group by campaign, storage_class, profile, workload, direction, metric
 ),
 -- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value

@@ -5,16 +5,16 @@
 --   σ²_between = max(0, (MS_between − MS_within) / n0),  n0 = (N − Σ n_i² / N) / (k − 1)
 --   σ²_within  = MS_within;  share_between = σ²_between / (σ²_between + σ²_within)  (the ICC)
 -- F = MS_between / MS_within tests "no occasion effect" (p from the F distribution, f_pvalue()).
+-- The groups are the occasions' rows of occasion_measurements (n, mean and ss of each run × occasion).
 with groups as (
     select
         campaign, storage_class, profile, workload, direction, metric,
         run, occasion,
-        count(*) as n_i,
-        avg(value) as mean_i,
-        coalesce(var_samp(value), 0) * (count(*) - 1) as ss_within_i,
-        min(started_at) as started_at
-    from measurements
-    group by all
+        n as n_i,
+        mean as mean_i,
+        ss as ss_within_i,
+        started_at
+    from occasion_measurements
 ),
 cells as (
     select

@@ -8,7 +8,15 @@
 -- occasions (ci/stats_calibration.py). With a single occasion nothing is known about day-to-day
 -- variation: the interval then comes from the repetitions (± t(0.975, n−1) · sd / √n) and
 -- ci_basis says it covers repetition noise only.
-with stats as (
+-- Computed from the occasions' rows (occasion_measurements: n, mean and ss of each run × occasion),
+-- merged exactly; the quantiles from the occasions' observations.
+with occasions as (
+    select *,
+        sum(n * mean) over cell / sum(n) over cell as grand_mean
+    from occasion_measurements
+    window cell as (partition by campaign, storage_class, profile, workload, direction, metric)
+),
+stats as (
     select
         campaign, storage_class, profile, workload,
         any_value(workload_title) as workload_title,
@@ -17,42 +25,40 @@ with stats as (
         any_value(wl_group) as wl_group, any_value("load") as "load", any_value(bs) as bs,
         any_value(bs_bytes) as bs_bytes, any_value(iodepth) as iodepth, any_value(numjobs) as numjobs,
         any_value(fsync) as fsync,
-        count(*) as n,
+        sum(n)::bigint as n,
         count(distinct run) as n_runs,
-        count(distinct (run, occasion)) as n_occasions,
-        avg(value) as mean,
-        stddev_samp(value) as sd,
-        quantile_cont(value, 0.5) as median,
-        quantile_cont(value, 0.25) as q1,
-        quantile_cont(value, 0.75) as q3,
-        min(value) as min,
-        max(value) as max
-    from measurements
+        count(*) as n_occasions,
+        any_value(grand_mean) as mean,
+        -- within the occasions plus between them (Chan et al.)
+        case when sum(n) > 1 then sqrt((sum(ss) + sum(n * (mean - grand_mean) ^ 2)) / (sum(n) - 1)) end as sd,
+        min(min) as min,
+        max(max) as max,
+        -- the occasion means: the basis of the interval
+        avg(mean) as mean_of_occasions,
+        stddev_samp(mean) as sd_of_occasion_means
+    from occasions
     group by campaign, storage_class, profile, workload, direction, metric
 ),
-occasion_means as (
-    select campaign, storage_class, profile, workload, direction, metric, run, occasion, avg(value) as occasion_mean
-    from measurements
-    group by all
-),
-between_occasions as (
-    select campaign, storage_class, profile, workload, direction, metric,
-           avg(occasion_mean) as mean_of_occasions,
-           stddev_samp(occasion_mean) as sd_of_occasion_means
-    from occasion_means
-    group by all
+quartiles as (
+    select
+        campaign, storage_class, profile, workload, direction, metric,
+        quantile_cont(o.value, [0.5, 0.25, 0.75]) as q
+    from (select campaign, storage_class, profile, workload, direction, metric, unnest(observations) as o
+          from occasion_measurements)
+    group by campaign, storage_class, profile, workload, direction, metric
 ),
 max_df as (select max(df) as df from t_critical)
 select
-    s.*,
+    s.* exclude (mean_of_occasions, sd_of_occasion_means, min, max),
+    q.q[1] as median, q.q[2] as q1, q.q[3] as q3, s.min, s.max,
     s.sd / nullif(s.mean, 0) as cv,
-    case when s.n_occasions >= 2 then b.mean_of_occasions - tk.t975 * b.sd_of_occasion_means / sqrt(s.n_occasions)
+    case when s.n_occasions >= 2 then s.mean_of_occasions - tk.t975 * s.sd_of_occasion_means / sqrt(s.n_occasions)
          else s.mean - tn.t975 * s.sd / sqrt(s.n) end as ci95_low,
-    case when s.n_occasions >= 2 then b.mean_of_occasions + tk.t975 * b.sd_of_occasion_means / sqrt(s.n_occasions)
+    case when s.n_occasions >= 2 then s.mean_of_occasions + tk.t975 * s.sd_of_occasion_means / sqrt(s.n_occasions)
          else s.mean + tn.t975 * s.sd / sqrt(s.n) end as ci95_high,
     case when s.n_occasions >= 2 then printf('%d occasions', s.n_occasions)
          else '1 occasion: repetitions only, day-to-day variation not included' end as ci_basis
 from stats s
-join between_occasions b using (campaign, storage_class, profile, workload, direction, metric)
+join quartiles q using (campaign, storage_class, profile, workload, direction, metric)
 left join t_critical tn on tn.df = least(s.n - 1, (select df from max_df))
 left join t_critical tk on tk.df = least(s.n_occasions - 1, (select df from max_df))

@@ -74,7 +74,7 @@ rows as (
     -- the metrics measured, in the catalog's order, as the metric catalog describes them
     select m.campaign, 3, 'units', c.position, c.metric,
            c.unit || ', ' || c.better || ' is better (' || c.description || ')'
-    from (select distinct campaign, metric from measurements) m
+    from (select distinct campaign, metric from occasion_measurements) m
     join metric_catalog c using (metric)
     -- confidence and tests
     union all

@@ -3,26 +3,26 @@
 -- The newest 12 occasions of each class and workload: a year of nightly runs would otherwise be
 -- hundreds of boxes per chart and grow the site with the campaign (report_occasions, the
 -- variance split, still uses every occasion; the page says how many of how many it shows).
+-- One row of occasion_measurements per box: its quartiles from the occasion's observations.
 select
-    campaign, storage_class, profile, workload, any_value(workload_title) as workload_title,
-    direction, metric, any_value(unit) as unit,
+    campaign, storage_class, profile, workload, workload_title,
+    direction, metric, unit,
     run, occasion,
-    min(started_at) as occasion_started_at,
-    dayname(min(started_at)) as weekday,
-    hour(min(started_at)) as start_hour_utc,
-    count(*) as n,
-    min(value) as min,
-    quantile_cont(value, 0.25) as q1,
-    quantile_cont(value, 0.5) as median,
-    quantile_cont(value, 0.75) as q3,
-    max(value) as max,
-    avg(value) as mean,
-    stddev_samp(value) as sd
-from measurements
+    started_at as occasion_started_at,
+    dayname(started_at) as weekday,
+    hour(started_at) as start_hour_utc,
+    n,
+    min,
+    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.25) as q1,
+    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.5) as median,
+    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.75) as q3,
+    max,
+    mean,
+    case when n > 1 then sqrt(ss / (n - 1)) end as sd
+from occasion_measurements
 where is_headline
-group by campaign, storage_class, profile, workload, direction, metric, run, occasion
 qualify row_number() over (
     partition by campaign, storage_class, profile, workload, direction, metric
-    order by min(started_at) desc nulls last, run desc, occasion desc
+    order by started_at desc nulls last, run desc, occasion desc
 ) <= 12
 order by campaign, profile, workload, direction, storage_class, occasion_started_at, run, occasion

@@ -4,7 +4,7 @@
 -- F test rejects "no occasion effect" at occasion_alpha.
 with headline as (
     select distinct campaign, storage_class, profile, workload, direction, metric, workload_title, unit
-    from measurements
+    from occasion_measurements
     where is_headline
 )
 select

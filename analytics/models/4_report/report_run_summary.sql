@@ -3,21 +3,38 @@
 -- and median (its repetitions, over its occasions), the campaign's mean over every run for the
 -- same cell, and the run's mean relative to it. A judgement of "slower than before" is
 -- report_comparisons (kind = run), which accounts for occasions; this table only describes.
-with per_run as (
+-- From the occasions' rows (occasion_measurements), merged per run; the median from their observations.
+with occasions as (
+    select *,
+        sum(n * mean) over w / sum(n) over w as run_mean
+    from occasion_measurements
+    where is_headline
+    window w as (partition by campaign, run, storage_class, profile, workload, direction, metric)
+),
+merged as (
     select
         campaign, run, storage_class, profile, workload,
         any_value(workload_title) as workload_title,
         direction, metric, any_value(unit) as unit, any_value(better) as better,
-        count(*) as n,
+        sum(n)::bigint as n,
         count(distinct occasion) as n_occasions,
         string_agg(distinct occasion, ', ' order by occasion) as occasions,
         min(started_at) as started_at,
-        avg(value) as mean,
-        stddev_samp(value) as sd,
-        quantile_cont(value, 0.5) as median
-    from measurements
-    where is_headline
+        any_value(run_mean) as mean,
+        case when sum(n) > 1 then sqrt((sum(ss) + sum(n * (mean - run_mean) ^ 2)) / (sum(n) - 1)) end as sd
+    from occasions
     group by campaign, run, storage_class, profile, workload, direction, metric
+),
+medians as (
+    select campaign, run, storage_class, profile, workload, direction, metric, quantile_cont(o.value, 0.5) as median
+    from (select campaign, run, storage_class, profile, workload, direction, metric, unnest(observations) as o
+          from occasion_measurements where is_headline)
+    group by all
+),
+per_run as (
+    select m.*, d.median
+    from merged m
+    join medians d using (campaign, run, storage_class, profile, workload, direction, metric)
 )
 select
     r.*,

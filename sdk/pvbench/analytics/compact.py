@@ -3,6 +3,10 @@
 A run's compact (store layout: compact/campaign=<c>/run=<r>/) holds
     result_rows.parquet   the run's valid documents through the models up to ``result_rows``
                           (1_raw/raw_results → 2_normalized/result_rows), flat, one row per direction;
+    occasion_measurements.parquet
+                          its values grouped by occasion and metric, with n, mean and sum of squares
+                          (2_normalized/result_values → occasion_measurements): what the campaign's
+                          summaries merge, so adding a run does not redo them value by value;
     documents.parquet     every result.json of the run that was read: key, size, version (ETag or
                           mtime), the key its identity gives it, and why it was left out, if it was;
     failures.parquet      the run's failed cells as the orchestrator reported them (optional).
@@ -33,6 +37,7 @@ from pvbench.store import LocalStore, Store, StoredObject
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
+    COMPACT_OCCASIONS_FILE,
     COMPACT_ROWS_FILE,
     RESULT_FILE,
     compact_prefix,
@@ -42,12 +47,14 @@ from pvbench.store.layout import (
 
 log = logging.getLogger("pvbench.analytics")
 
-# The model whose table is a run's compact; it and the models it reads run once per run.
+# The models whose tables are a run's compact; they and the models they read run once per run.
 COMPACT_TABLE = "result_rows"
+OCCASIONS_TABLE = "occasion_measurements"
+COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE)
 # The compact's format: bumped when result_rows gains or changes columns (2: the volume lifecycle; 3: multi-client
-# clients, straggler_ratio; 5: client_volumes). Written into documents.parquet's metadata; a compact of another format is rebuilt
+# clients, straggler_ratio; 5: client_volumes; 6: occasion_measurements). Written into documents.parquet's metadata; a compact of another format is rebuilt
 # from its run's documents, like one whose listing changed.
-COMPACT_FORMAT = "5"
+COMPACT_FORMAT = "6"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).
@@ -92,6 +99,10 @@ class Compact:
         return f"{self.prefix}/{COMPACT_ROWS_FILE}"
 
     @property
+    def occasions_key(self) -> str:
+        return f"{self.prefix}/{COMPACT_OCCASIONS_FILE}"
+
+    @property
     def documents_key(self) -> str:
         return f"{self.prefix}/{COMPACT_DOCUMENTS_FILE}"
 
@@ -122,7 +133,7 @@ def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], C
     return {
         where: Compact(*where)
         for where, names in sorted(files.items())
-        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names
+        if {COMPACT_ROWS_FILE, COMPACT_OCCASIONS_FILE, COMPACT_DOCUMENTS_FILE} <= names
     }
 
 
@@ -264,6 +275,8 @@ def write_compact(
                     f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}"
                 ) from exc
         con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
+        occasions_file = tmp / COMPACT_OCCASIONS_FILE
+        con.execute(f"COPY {OCCASIONS_TABLE} TO '{occasions_file}' (FORMAT parquet)")
         docs_file = tmp / COMPACT_DOCUMENTS_FILE
         insert_rows(con, "documents", DOCUMENT_COLUMNS, read.documents)
         con.execute(
@@ -272,6 +285,7 @@ def write_compact(
         parquet = "application/vnd.apache.parquet"
         # rows first, documents last: a compact whose documents table is missing is rebuilt
         store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
+        store.put_bytes(compact.occasions_key, occasions_file.read_bytes(), content_type=parquet)
         if failures is not None:
             failures_file = tmp / COMPACT_FAILURES_FILE
             insert_rows(

@@ -25,6 +25,8 @@ import duckdb
 
 from pvbench.analytics.compact import (
     COMPACT_TABLE,
+    COMPACT_TABLES,
+    OCCASIONS_TABLE,
     Compact,
     RunListing,
     build_compacts,
@@ -170,7 +172,7 @@ def load_seeds(con: duckdb.DuckDBPyConnection, root: Path) -> None:
 
 def install_metrics(con: duckdb.DuckDBPyConnection) -> None:
     """The metric catalog (pvbench.results.metrics) as table ``metric_catalog``, and for each source
-    the names of its metrics as variable ``metrics_<source>`` (measurements.sql unpivots those)."""
+    the names of its metrics as variable ``metrics_<source>`` (result_values.sql unpivots those)."""
     insert_rows(con, METRIC_TABLE, METRIC_COLUMNS, metric_rows())
     for source in SOURCES:
         con.execute(f"SET VARIABLE metrics_{source} = ?", [metrics_from(source)])
@@ -215,9 +217,9 @@ def install_skipped(con: duckdb.DuckDBPyConnection, skipped: list[dict]) -> None
 
 
 def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
-    """(the models a run's compact is made with: COMPACT_TABLE and what it reads, the rest)."""
+    """(the models a run's compact is made with: COMPACT_TABLES and what they read, the rest)."""
     by_name = {m.name: m for m in models}
-    needed, todo = set(), [COMPACT_TABLE]
+    needed, todo = set(), list(COMPACT_TABLES)
     while todo:
         name = todo.pop()
         if name in needed or name not in by_name:
@@ -249,6 +251,7 @@ def refresh_compacts(
     existing = list_compacts(store, campaign)
     con = connect(store)
     try:
+        install_metrics(con)  # result_values reads the metric catalog
         todo = [
             listing
             for where, listing in listings.items()
@@ -353,11 +356,58 @@ def build_tables(
             + (f"; what failed:{failed}" if failed else "")
         )
     install_inputs(con, root, skipped)
+    read_occasions(con, store, compacts, compact_models)
     install_failures(con, store, compacts)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
     run_models(con, campaign_models, before, after)
     return con
+
+
+def read_occasions(
+    con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact], compact_models: list[Model]
+) -> None:
+    """Table occasion_measurements of the campaign: the runs' compacts of it, read as they are.
+
+    A compact groups every valid document of its run; when the campaign leaves one of them out
+    (a second copy of a cell, kept in another run's folder), the groups are made again from the
+    counted result_rows instead (the models that made them at compaction, run here): slower, rare,
+    and nothing is counted twice."""
+    uncounted = con.execute(
+        "SELECT count(*) FROM compact_documents WHERE problem IS NULL"
+        " AND source_key NOT IN (SELECT source_key FROM counted_documents)"
+    ).fetchone()[0]
+    if uncounted:
+        after_rows = compact_models[[m.name for m in compact_models].index(COMPACT_TABLE) + 1 :]
+        for model in after_rows:
+            con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+        return
+    con.execute(
+        f"CREATE OR REPLACE TABLE {OCCASIONS_TABLE} AS SELECT * FROM read_parquet(?, union_by_name = true)",
+        [[store.duckdb_path(c.occasions_key) for c in compacts]],
+    )
+
+
+# result_values' columns as occasion_measurements reads them (for values that come from elsewhere).
+VALUE_COLUMNS = {
+    **dict.fromkeys(("campaign", "run", "occasion", "storage_class", "profile", "workload"), "VARCHAR"),
+    **{"workload_title": "VARCHAR", "rep": "INTEGER", "cell_order": "INTEGER", "role": "VARCHAR"},
+    **{"direction": "VARCHAR", "rw": "VARCHAR", "bs": "VARCHAR", "bs_bytes": "BIGINT", "iodepth": "INTEGER"},
+    **{"numjobs": "INTEGER", "rwmixread": "INTEGER", "fsync": "INTEGER", "wl_group": "VARCHAR", "load": "VARCHAR"},
+    **{"metric": "VARCHAR", "unit": "VARCHAR", "better": "VARCHAR", "is_headline": "BOOLEAN", "value": "DOUBLE"},
+    **{"started_at": "TIMESTAMPTZ", "node": "VARCHAR", "source": "VARCHAR"},
+}
+
+
+def install_values(con: duckdb.DuckDBPyConnection, source: str, root: Path | None = None) -> None:
+    """Values made elsewhere (the calibrations' simulations: table or view ``source``, some of
+    result_values' columns) as result_values, the missing columns null, grouped into
+    occasion_measurements by its model, as a run's compaction would: the models then read them."""
+    typed = ", ".join(f'NULL::{kind} AS "{name}"' for name, kind in VALUE_COLUMNS.items())
+    con.execute(f"CREATE OR REPLACE TABLE result_values AS SELECT {typed} LIMIT 0")
+    con.execute(f"INSERT INTO result_values BY NAME SELECT * FROM {source}")
+    [model] = [m for m in discover_models(root) if m.name == OCCASIONS_TABLE]
+    con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
 
 
 def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dict]) -> None:
@@ -426,6 +476,7 @@ def empty_tables(
     root = root or analytics_dir()
     compact_models, campaign_models = compaction_models(discover_models(root))
     con = connect(None)
+    install_metrics(con)
     with tempfile.TemporaryDirectory(prefix="pvbench-empty-") as tmp:
         nothing = Path(tmp) / "no-results.ndjson"
         nothing.write_text("")

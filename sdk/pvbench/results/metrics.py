@@ -2,7 +2,7 @@
 its value comes from — defined here once, beside the result schema.
 
 The analytics get it as a table (``metric_catalog``, installed by the runner before the models
-run): ``2_normalized/measurements.sql`` turns each result into one row per metric of the catalog
+run): ``2_normalized/result_values.sql`` turns each result into one row per metric of the catalog
 and attaches unit and ``better`` from it; every later model, the report and the statistics read
 them from there. Python code asks ``METRICS[name]``.
 
@@ -12,7 +12,7 @@ Adding a metric is adding an entry. Its ``source`` says where the value is read 
     the field of that name of each direction's metrics (``DirectionMetrics``: one value per result
     and direction). A new one is a field there, its type in ``1_raw/raw_results.sql`` (a test keeps
     the two in step) and an entry here: ``result_rows`` takes every field of the direction's
-    metrics, and measurements.sql unpivots exactly the catalog's ``fio`` metrics.
+    metrics, and result_values.sql unpivots exactly the catalog's ``fio`` metrics.
 
 ``latency_slo``
     the result's ``latency_slo`` (the latency-slo profile's rate search, pvbench.cells.slo): one
@@ -20,11 +20,11 @@ Adding a metric is adding an entry. Its ``source`` says where the value is read 
 
 ``lifecycle``
     the field of that name of the result's ``lifecycle`` (``VolumeLifecycle``: one value per cell,
-    Kubernetes cells only); measurements.sql counts it once per cell, as the workload
+    Kubernetes cells only); result_values.sql counts it once per cell, as the workload
     ``volume-lifecycle``.
 
 A metric from elsewhere gets a source of its own: a value here, the field in the result schema
-and a branch in measurements.sql that reads that source's metrics (``getvariable('metrics_<source>')``
+and a branch in result_values.sql that reads that source's metrics (``getvariable('metrics_<source>')``
 lists them) — test_metrics.py checks that every metric of the catalog comes out of measurements.
 """
 

@@ -201,7 +201,7 @@ class VolumeLifecycle(_Strict):
 
 
 # In analytics, the lifecycle is a workload of its own: every cell of a class measures it once,
-# whatever its test (analytics/models/2_normalized/measurements.sql names it the same).
+# whatever its test (analytics/models/2_normalized/result_values.sql names it the same).
 LIFECYCLE_WORKLOAD = "volume-lifecycle"
 LIFECYCLE_METRICS = tuple(metrics_from("lifecycle"))  # VolumeLifecycle's durations, by the catalog's names
 

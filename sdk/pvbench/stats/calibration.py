@@ -54,7 +54,7 @@ def summary_coverage(designs: list[Design], trials: int, seed: int = 1) -> list[
     import duckdb
     import pyarrow as pa
 
-    from pvbench.analytics.runner import analytics_dir, discover_models, load_seeds
+    from pvbench.analytics.runner import analytics_dir, discover_models, install_values, load_seeds
 
     rng = np.random.default_rng(seed)
     cols: dict[str, list] = defaultdict(list)
@@ -90,7 +90,7 @@ def summary_coverage(designs: list[Design], trials: int, seed: int = 1) -> list[
     )
     con = duckdb.connect()
     con.register("measurements_in", table)
-    con.execute("create table measurements as select * from measurements_in")
+    install_values(con, "measurements_in")
     load_seeds(con, analytics_dir())
     [model] = [m for m in discover_models() if m.name == "summary"]
     con.execute(f"create table summary as {model.sql}")

@@ -5,7 +5,7 @@ runs, occasions and repetitions); a false flag is a ``warm_up`` or ``outlier`` r
 ``report_anomalies`` for a cell whose repetitions are exchangeable. The rates are measured by
 running THE SHIPPED SQL MODELS (``warmup_by_occasion``, ``anomaly_outliers``,
 ``report_anomalies`` and the seeds and SQL functions they use) in DuckDB over one synthetic
-``measurements`` table that holds every trial as its own cell (storage class ``t00042``, one
+set of values (``result_values``, grouped into ``occasion_measurements`` as a run's compaction does) that holds every trial as its own cell (storage class ``t00042``, one
 workload per design), so thousands of trials take seconds.
 
 Null data has occasion effects, as real data does (the thesis's runs: up to 99% of a cell's
@@ -33,7 +33,7 @@ DETECTORS = ("warm_up", "outlier")
 # the models whose flags are measured; everything they read that is not provided below runs too
 TARGET_MODELS = ("report_anomalies",)
 # provided here instead of by their models: the synthetic values, and no declared limits
-PROVIDED_TABLES = ("measurements", "over_limit")
+PROVIDED_TABLES = ("result_values", "occasion_measurements", "over_limit")
 
 
 # one design type for every calibration: occasions × reps, ICC, CV (pvbench.stats.calibration)
@@ -96,14 +96,14 @@ def _models_to_run():
 def _connect(values_csv: Path):
     import duckdb
 
-    from pvbench.analytics.runner import analytics_dir, load_seeds
+    from pvbench.analytics.runner import analytics_dir, install_values, load_seeds
     from pvbench.stats.functions import register_functions
 
     con = duckdb.connect()
     load_seeds(con, analytics_dir())
     register_functions(con)
     con.execute(f"""
-        create table measurements as
+        create view simulated_values as
         select
             'calibration' as campaign, 'r1' as run, printf('o%02d', o) as occasion,
             printf('t%05d', t) as storage_class, 'null' as profile, printf('d%03d', d) as workload,
@@ -115,6 +115,7 @@ def _connect(values_csv: Path):
             timestamptz '2024-03-04 09:00:00+00' + to_hours(o) + to_minutes(k) as started_at
         from read_csv('{values_csv}', header = true,
                       columns = {{'d': 'INTEGER', 't': 'INTEGER', 'o': 'INTEGER', 'k': 'INTEGER', 'value': 'DOUBLE'}})""")
+    install_values(con, "simulated_values")
     con.execute("""
         create table over_limit (
             campaign varchar, storage_class varchar, profile varchar, workload varchar, workload_title varchar,

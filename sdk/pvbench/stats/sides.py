@@ -134,8 +134,8 @@ def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
                 "storage_class": row["storage_class"],
             }
         values = g["occasions"][(row["run"], row["occasion"])]
-        if "values" in row:
-            values.extend(map(float, row["values"]))
+        if "values" in row:  # DOUBLEs from DuckDB: floats already
+            values.extend(row["values"])
         else:
             values.append(float(row["value"]))
     return groups

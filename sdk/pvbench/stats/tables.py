@@ -86,14 +86,27 @@ COLUMNS = [
 
 def _rows(con) -> list[dict]:
     """The headline values, one row per occasion (run × occasion) of each class and metric with
-    its ``values``: grouped in SQL, so 100,000 results come to Python as a few thousand rows."""
-    keys = [c for c in MEASUREMENT_COLUMNS if c != "value"]
+    its sorted ``values``: the occasions' rows as the runs' compacts hold them (occasion_measurements),
+    so 100,000 results come to Python as a few thousand rows. An occasion whose results carry
+    more than one role (rare) is split by role, from its single values."""
+    keys = [c for c in MEASUREMENT_COLUMNS if c not in ("value", "role")]
     cols = ", ".join(keys)
     cursor = con.execute(
-        f"""select {cols}, list(value order by value) as values, min(epoch(started_at)) as started_at
-        from measurements where is_headline group by {cols} order by {cols}"""
+        f"""select {cols}, observations[1].role as role,
+                   list_sort(list_transform(observations, o -> o.value)) as values, epoch(started_at) as started_at
+        from occasion_measurements
+        where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) = 1
+        union all
+        select {cols}, role, list(value order by value) as values, min(epoch(started_at)) as started_at
+        from measurements
+        where is_headline and (run, occasion, storage_class, profile, workload, direction, metric) in (
+            select (run, occasion, storage_class, profile, workload, direction, metric) from occasion_measurements
+            where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) > 1)
+        group by {cols}, role
+        order by {cols}, role"""
     )
-    return [dict(zip(keys + ["values", "started_at"], r)) for r in cursor.fetchall()]
+    names = keys + ["role", "values", "started_at"]
+    return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 
 # Up to this many storage classes in a campaign, every pair is compared; beyond it, every class

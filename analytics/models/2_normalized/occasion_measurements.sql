@@ -1,0 +1,28 @@
+-- occasion_measurements: one row per occasion (run × occasion) of every storage class, workload,
+-- direction and metric, holding that occasion's values and their summary — a run's second compact
+-- table (compact/…/run=<r>/occasion_measurements.parquet), made once when the run is compacted.
+--
+-- Why: adding one run to a campaign of 100,000 results must not redo the campaign's work per
+-- value. The campaign reads these rows (about one per five values) and merges them: n, mean and
+-- ss (the sum of squared deviations from the occasion's mean) merge exactly across occasions
+-- (Chan et al.: ss = Σ ss_i + Σ n_i (mean_i − mean)²), and observations keep every value, so medians,
+-- quartiles and per-value tests stay exact (measurements unnests them).
+-- observations are in the order the repetitions ran (rep, then cell order): [1] is the first rep.
+select
+    campaign, run, occasion, storage_class, profile, workload, direction, metric,
+    any_value(workload_title) as workload_title,
+    any_value(rw) as rw, any_value(bs) as bs, any_value(bs_bytes) as bs_bytes, any_value(iodepth) as iodepth,
+    any_value(numjobs) as numjobs, any_value(rwmixread) as rwmixread, any_value(fsync) as fsync,
+    any_value(wl_group) as wl_group, any_value("load") as "load",
+    any_value(unit) as unit, any_value(better) as better, bool_or(is_headline) as is_headline,
+    count(*) as n,
+    avg(value) as mean,
+    coalesce(var_pop(value) * count(*), 0) as ss,
+    min(value) as min,
+    max(value) as max,
+    min(started_at) as started_at,
+    -- each value with what differs between its results (one sort, not one per field)
+    list(struct_pack(rep, cell_order, role, value, started_at, node, source) order by rep, cell_order, value)
+        as observations
+from result_values
+group by campaign, run, occasion, storage_class, profile, workload, direction, metric
