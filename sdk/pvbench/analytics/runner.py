@@ -421,7 +421,8 @@ def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dic
 @dataclass(frozen=True)
 class Overlapped:
     """An ``after`` step in two halves: ``compute`` reads the table ``needs`` in a thread (its own
-    cursor) as soon as that model has made it, beside the models that follow (DuckDB releases the
+    cursor) as soon as that model has made it (at once if no model makes it: an input), beside the
+    models that follow (DuckDB releases the
     GIL, so a step computed in Python and the SQL share the cores); ``finish`` gets its result on
     the connection after the models. Called as a plain step, it does both in turn."""
 
@@ -449,7 +450,11 @@ def run_models(
         step(con)
     overlapped = [s for s in after if isinstance(s, Overlapped)]
     started: dict[int, Future] = {}
+    made_here = {m.name for m in models}
     with ThreadPoolExecutor(max(1, len(overlapped))) as pool:
+        for step in overlapped:  # what it reads is there already (an input, not a model of these)
+            if step.needs not in made_here:
+                started[id(step)] = pool.submit(_computed, step, con.cursor())
         for model in models:
             started_at = time.monotonic()
             try:

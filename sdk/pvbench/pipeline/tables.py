@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -49,6 +50,10 @@ def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
         con.close()
 
 
+def _import_scipy() -> None:
+    import scipy.special  # noqa: F401
+
+
 def build_tables(
     store: Store,
     campaign: str | None = None,
@@ -67,6 +72,10 @@ def build_tables(
     store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
     when only SQL ones are needed.
     """
+    # SciPy (the SQL functions' and the comparisons' distributions) takes ~0.5 s to import: done in
+    # a thread while DuckDB reads the compacts (which releases the GIL), not when a model first
+    # calls f_pvalue.
+    threading.Thread(target=_import_scipy, daemon=True).start()
     return runner.build_tables(
         store,
         campaign,

@@ -239,15 +239,16 @@ def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: s
 
 
 def _t_p_ci(est: _Estimate, confidence: float) -> tuple[float, float, float]:
-    from scipy import stats
+    # scipy.special's Student t (what stats.t.sf and .ppf call), without importing scipy.stats
+    from scipy import special
 
     if est.reason:
         return math.nan, math.nan, math.nan
     if est.se == 0:
         return (1.0 if est.d == 0 else 0.0), est.d, est.d
     t = est.d / est.se
-    p = float(2 * stats.t.sf(abs(t), est.df))
-    half = float(stats.t.ppf(0.5 + confidence / 2, est.df)) * est.se
+    p = float(2 * special.stdtr(est.df, -abs(t)))
+    half = float(special.stdtrit(est.df, 0.5 + confidence / 2)) * est.se
     return p, est.d - half, est.d + half
 
 

@@ -97,12 +97,10 @@ def _rows(con) -> list[dict]:
         from occasion_measurements
         where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) = 1
         union all
-        select {cols}, role, list(value order by value) as values, min(epoch(started_at)) as started_at
-        from measurements
-        where is_headline and (run, occasion, storage_class, profile, workload, direction, metric) in (
-            select (run, occasion, storage_class, profile, workload, direction, metric) from occasion_measurements
-            where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) > 1)
-        group by {cols}, role
+        select {cols}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
+        from (select {cols}, unnest(observations) as o from occasion_measurements
+              where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) > 1)
+        group by {cols}, o.role
         order by {cols}, role"""
     )
     names = keys + ["role", "values", "started_at"]
@@ -201,9 +199,10 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
 
 
 # report_comparisons as a step of the campaign's models: computed (in Python) while the models
-# after ``measurements`` run, written once they have; called as a plain step, it does both in turn.
+# run (it reads the runs' occasion rows, there before the first model), written once they have;
+# called as a plain step, it does both in turn.
 REPORT_COMPARISONS = Overlapped(
-    needs="measurements",
+    needs="occasion_measurements",
     compute=lambda con: report_comparison_rows(_rows(con), load_settings()),
     finish=lambda con, rows: insert_rows(con, "report_comparisons", dict(COLUMNS), rows),
 )
