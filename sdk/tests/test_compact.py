@@ -237,3 +237,21 @@ def test_summaries_merged_from_the_runs_occasions_equal_those_over_every_value(t
     con = build_tables(store, "syn", extras=False)
     assert con.execute("select count(*) from skipped_results where problem = 'duplicate'").fetchone()[0] == 1
     check(con)
+
+
+def test_a_compact_of_an_older_format_is_rebuilt_when_another_run_is_added(tmp_path):
+    """After an upgrade, the first `aggregate --run` (Argo's exit handler) meets compacts an older
+    pvbench made, without occasion_measurements.parquet: those runs are compacted again from their
+    documents, not left out of the campaign's tables."""
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = CountingStore(open_store(str(tmp_path)))
+    aggregate(store, "syn")
+    old = tmp_path / "compact" / "campaign=syn" / "run=n1" / "occasion_measurements.parquet"
+    old.unlink()  # as a compact of format 5 was
+    write(tmp_path, night("n3", 3))
+    store.reads.clear()
+    aggregate(store, "syn", run="n3")
+    assert sorted({k.split("/run=")[1].split("/")[0] for k in store.reads}) == ["n1", "n3"]
+    assert old.exists()
+    con = build_tables(store, "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}

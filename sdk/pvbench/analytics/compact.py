@@ -24,7 +24,7 @@ import json
 import logging
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -89,6 +89,8 @@ class Compact:
 
     campaign: str
     run: str
+    # every file of the current format is there (a compact made by an older pvbench lacks some)
+    complete: bool = field(default=True, compare=False)
 
     @property
     def prefix(self) -> str:
@@ -124,16 +126,17 @@ def list_runs(store: Store, campaign: str | None, run: str | None = None) -> dic
 
 
 def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], Compact]:
-    """The runs that have a compact (its rows and its documents table)."""
+    """The runs that have a compact (its rows and its documents table); ``complete`` says whether
+    it has every file this pvbench makes."""
     files: dict[tuple[str, str], set[str]] = {}
     for obj in store.list_objects(compact_prefix(campaign)):
         where = run_of(obj.key)
         if where is not None:
             files.setdefault(where, set()).add(obj.key.rsplit("/", 1)[-1])
     return {
-        where: Compact(*where)
+        where: Compact(*where, complete=COMPACT_OCCASIONS_FILE in names)
         for where, names in sorted(files.items())
-        if {COMPACT_ROWS_FILE, COMPACT_OCCASIONS_FILE, COMPACT_DOCUMENTS_FILE} <= names
+        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names
     }
 
 

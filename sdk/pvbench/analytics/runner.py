@@ -248,18 +248,33 @@ def refresh_compacts(
     root = root or analytics_dir()
     compact_models, _ = compaction_models(discover_models(root))
     listings = list_runs(store, campaign, run)
+    own = set(listings) if run is not None else set()  # the run that finished (its failures are given)
     existing = list_compacts(store, campaign)
+    if run is not None:
+        # Compacts an older pvbench made (without occasion_measurements) are compacted again from
+        # their documents, though another run is the one that finished: read as they are, they
+        # would leave their runs out of the campaign's tables. Once, at the first run after an
+        # upgrade; a run whose documents are gone is left out, as a full aggregation leaves it.
+        for where, compact in list(existing.items()):
+            if not compact.complete:
+                listings.update(list_runs(store, *where))
+                if where not in listings:
+                    log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
+                    del existing[where]
     con = connect(store)
     try:
         install_metrics(con)  # result_values reads the metric catalog
         todo = [
             listing
             for where, listing in listings.items()
-            if where not in existing or failures is not None or not is_current(con, store, existing[where], listing)
+            if where not in existing
+            or not existing[where].complete
+            or (failures is not None and where in own)
+            or not is_current(con, store, existing[where], listing)
         ]
         given: dict[tuple[str, str], list[dict]] = {}
         if run is not None and failures is not None:
-            given = {where: failures for where in listings}
+            given = {where: failures for where in own}
             where = (slug(campaign), slug(run)) if campaign is not None else None
             if where is not None and where not in listings:  # every cell failed: keep the failures, with no results
                 given[where] = failures
