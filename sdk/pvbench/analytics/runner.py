@@ -403,25 +403,22 @@ def read_occasions(
     )
 
 
-# result_values' columns as occasion_measurements reads them (for values that come from elsewhere).
-VALUE_COLUMNS = {
-    **dict.fromkeys(("campaign", "run", "occasion", "storage_class", "profile", "workload"), "VARCHAR"),
-    **{"workload_title": "VARCHAR", "rep": "INTEGER", "cell_order": "INTEGER", "role": "VARCHAR"},
-    **{"direction": "VARCHAR", "rw": "VARCHAR", "bs": "VARCHAR", "bs_bytes": "BIGINT", "iodepth": "INTEGER"},
-    **{"numjobs": "INTEGER", "rwmixread": "INTEGER", "fsync": "INTEGER", "wl_group": "VARCHAR", "load": "VARCHAR"},
-    **{"metric": "VARCHAR", "unit": "VARCHAR", "better": "VARCHAR", "is_headline": "BOOLEAN", "value": "DOUBLE"},
-    **{"started_at": "TIMESTAMPTZ", "node": "VARCHAR", "source": "VARCHAR"},
-}
-
-
 def install_values(con: duckdb.DuckDBPyConnection, source: str, root: Path | None = None) -> None:
-    """Values made elsewhere (the calibrations' simulations: table or view ``source``, some of
-    result_values' columns) as result_values, the missing columns null, grouped into
-    occasion_measurements by its model, as a run's compaction would: the models then read them."""
-    typed = ", ".join(f'NULL::{kind} AS "{name}"' for name, kind in VALUE_COLUMNS.items())
-    con.execute(f"CREATE OR REPLACE TABLE result_values AS SELECT {typed} LIMIT 0")
+    """Values made elsewhere (the calibrations' simulations: table or view ``source``, with some of
+    result_values' columns) as result_values, the missing columns null, then grouped into
+    occasion_measurements as a run's compaction groups them: the campaign's models read them so.
+    result_values' columns and types are its model's, made over no documents."""
+    compact_models, _ = compaction_models(discover_models(root))
+    install_metrics(con)
+    with tempfile.TemporaryDirectory(prefix="pvbench-values-") as tmp:
+        nothing = Path(tmp) / "no-results.ndjson"
+        nothing.write_text("")
+        con.execute("SET VARIABLE result_files = ?", [[str(nothing)]])
+        for model in compact_models:
+            if model.name != OCCASIONS_TABLE:
+                con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
     con.execute(f"INSERT INTO result_values BY NAME SELECT * FROM {source}")
-    [model] = [m for m in discover_models(root) if m.name == OCCASIONS_TABLE]
+    [model] = [m for m in compact_models if m.name == OCCASIONS_TABLE]
     con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
 
 
@@ -437,9 +434,9 @@ def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dic
 class Overlapped:
     """An ``after`` step in two halves: ``compute`` reads the table ``needs`` in a thread (its own
     cursor) as soon as that model has made it (at once if no model makes it: an input), beside the
-    models that follow (DuckDB releases the
-    GIL, so a step computed in Python and the SQL share the cores); ``finish`` gets its result on
-    the connection after the models. Called as a plain step, it does both in turn."""
+    models that follow (DuckDB releases the GIL, so a step computed in Python and the SQL share the
+    cores); ``finish`` gets its result on the connection after the models. Called as a plain step,
+    it does both in turn."""
 
     needs: str
     compute: Callable[[duckdb.DuckDBPyConnection], object]
