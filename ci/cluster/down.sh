@@ -103,6 +103,10 @@ if [ -s "$HOST_STATE" ]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null
   grep -qx "created /var/log/containers" "$HOST_STATE" && rmdir /var/log/containers 2>/dev/null
   rm -f /var/lib/cni/results/pvbench-* /var/lib/kubelet/device-plugins/kubelet.sock 2>/dev/null
+  # containerd's loopback of each pod sandbox (network "cni-loopback") caches its result here too;
+  # a sandbox gone without a CNI DEL (the node torn down under a pod) leaves it behind. Ours only:
+  # newer than the host state, which up.sh records once before the node starts.
+  find /var/lib/cni/results -maxdepth 1 -type f -name 'cni-loopback-*' -newer "$HOST_STATE" -delete 2>/dev/null
   if grep -qx "created /var/lib/kubelet" "$HOST_STATE"; then
     find /var/lib/kubelet -depth -type d -empty -delete 2>/dev/null
   fi
