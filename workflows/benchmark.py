@@ -730,6 +730,9 @@ with WorkflowTemplate(
             "{{workflow.failures}}",
             "--argo-status",
             "{{workflow.status}}",
+            # the pod writes back its run's compact only (no S3 credentials): a campaign
+            # snapshot made here would be thrown away
+            "--no-snapshot",
         ],  # fmt: skip
         security_context=STRICT,
         resources=TABLES,

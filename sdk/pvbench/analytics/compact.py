@@ -91,6 +91,10 @@ class Compact:
     run: str
     # every file of the current format is there (a compact made by an older pvbench lacks some)
     complete: bool = field(default=True, compare=False)
+    # the version (ETag, mtime) of its documents.parquet as listed, written last by a compaction:
+    # it changes whenever the compact is made again (None: not listed since it was made)
+    version: str | None = field(default=None, compare=False)
+    has_failures: bool = field(default=False, compare=False)
 
     @property
     def prefix(self) -> str:
@@ -128,15 +132,21 @@ def list_runs(store: Store, campaign: str | None, run: str | None = None) -> dic
 def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], Compact]:
     """The runs that have a compact (its rows and its documents table); ``complete`` says whether
     it has every file this pvbench makes."""
-    files: dict[tuple[str, str], set[str]] = {}
+    files: dict[tuple[str, str], dict[str, str]] = {}
     for obj in store.list_objects(compact_prefix(campaign)):
         where = run_of(obj.key)
-        if where is not None:
-            files.setdefault(where, set()).add(obj.key.rsplit("/", 1)[-1])
+        # a run's compact is compact/campaign=<c>/run=<r>/<file>; the campaign's snapshot is not one
+        if where is not None and obj.key.split("/")[2].startswith("run=") and obj.key.count("/") == 3:
+            files.setdefault(where, {})[obj.key.rsplit("/", 1)[-1]] = obj.version
     return {
-        where: Compact(*where, complete=COMPACT_OCCASIONS_FILE in names)
+        where: Compact(
+            *where,
+            complete=COMPACT_OCCASIONS_FILE in names,
+            version=names[COMPACT_DOCUMENTS_FILE],
+            has_failures=COMPACT_FAILURES_FILE in names,
+        )
         for where, names in sorted(files.items())
-        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names
+        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names.keys()
     }
 
 

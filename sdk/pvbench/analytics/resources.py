@@ -78,6 +78,9 @@ def duckdb_settings() -> dict[str, str | int | bool]:
         # DuckDB stream and spill instead of holding whole intermediate results in order
         "preserve_insertion_order": False,
         "temp_directory": os.path.join(tempfile.gettempdir(), "pvbench-duckdb-spill"),
+        # the compacts are read through views, once per model that reads them: their footers
+        # are parsed once, not by every model again
+        "parquet_metadata_cache": True,
     }
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Callable, Sequence
 
 import duckdb
 
+from pvbench.analytics import snapshot
 from pvbench.analytics.compact import (
     COMPACT_TABLE,
     COMPACT_TABLES,
@@ -264,13 +266,20 @@ def refresh_compacts(
     con = connect(store)
     try:
         install_metrics(con)  # result_values reads the metric catalog
+        held = snapshot.held_documents(con, store, existing) if run is None else {}
+
+        def current(where: tuple[str, str], listing: RunListing) -> bool:
+            if where in held:  # the snapshot holds this compact as it is: its documents are there
+                return held[where] == listing.fingerprint()
+            return is_current(con, store, existing[where], listing)
+
         todo = [
             listing
             for where, listing in listings.items()
             if where not in existing
             or not existing[where].complete
             or (failures is not None and where in own)
-            or not is_current(con, store, existing[where], listing)
+            or not current(where, listing)
         ]
         given: dict[tuple[str, str], list[dict]] = {}
         if run is not None and failures is not None:
@@ -285,8 +294,11 @@ def refresh_compacts(
                 progress(f"compacting run {listing.run}: {len(listing.objects)} documents")
 
         build_compacts(store, todo, compact_models, con, given, announce)
-        for listing in todo:
-            existing[(listing.campaign, listing.run)] = Compact(listing.campaign, listing.run)
+        if todo:  # listed again: the versions of the compacts just made (the campaign's snapshot records them)
+            relisted = list_compacts(store, campaign)
+            for listing in todo:
+                where = (listing.campaign, listing.run)
+                existing[where] = relisted.get(where, Compact(*where))
         if run is not None:
             return list(existing.values())
         # Without --run every run was listed: a compact whose run has no result.json left stays
@@ -304,14 +316,11 @@ def refresh_compacts(
         con.close()
 
 
-def install_failures(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> None:
+def install_failures(con: duckdb.DuckDBPyConnection) -> None:
     """Table run_failures_input: the failed cells of every selected run (each run's compact keeps its own)."""
-    keys = {obj.key for c in compacts for obj in store.list_objects(c.failures_key)}
-    paths = [store.duckdb_path(c.failures_key) for c in compacts if c.failures_key in keys]
     insert_rows(con, FAILURES_TABLE, FAILURES_COLUMNS, [])
-    if paths:
-        names = ", ".join(FAILURES_COLUMNS)
-        con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT {names} FROM read_parquet(?, union_by_name = true)", [paths])
+    names = ", ".join(FAILURES_COLUMNS)
+    con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT {names} FROM compact_failures")
 
 
 Step = Callable[[duckdb.DuckDBPyConnection], None]
@@ -329,6 +338,7 @@ def build_tables(
     warn: Callable[[str], None] | None = None,
     only_run: bool = False,
     progress: Callable[[str], None] | None = None,
+    keep_snapshot: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Run every model over the campaign's compacts; returns the connection holding the tables.
 
@@ -339,6 +349,8 @@ def build_tables(
     models read); ``after``: steps that make tables from the models' (pvbench.pipeline gives both).
     ``failures``: rows of FAILURES_COLUMNS, what failed in ``run`` (report_failures shows them).
     ``warn``: gets one line per document left out; default: the logging module.
+    ``keep_snapshot``: write the campaign's snapshot when it is due (pvbench.analytics.snapshot);
+    False where nothing written beside the run's compact is kept (the Argo step's artifacts).
     """
     root = root or analytics_dir()
     failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
@@ -349,7 +361,7 @@ def build_tables(
     if not compacts:
         raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
     con = connect(store)
-    read_documents_table(con, store, compacts)
+    loaded = snapshot.load_compacts(con, store, compacts)
     skipped = select_documents(con)
     warn = warn or log.warning
     for row in skipped[:MAX_WARNINGS]:
@@ -358,11 +370,21 @@ def build_tables(
     if len(skipped) > MAX_WARNINGS:
         warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
     compact_models, campaign_models = compaction_models(discover_models(root))
-    con.execute(
-        f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS
-        SELECT * FROM read_parquet(?, union_by_name = true) WHERE source_key IN (SELECT source_key FROM counted_documents)""",
-        [[store.duckdb_path(c.rows_key) for c in compacts]],
-    )
+    uncounted = con.execute(
+        "SELECT count(*) FROM compact_documents WHERE problem IS NULL"
+        " AND source_key NOT IN (SELECT source_key FROM counted_documents)"
+    ).fetchone()[0]
+    # The compacts' rows, less where they came from; a view (each model reads only its columns),
+    # or, when a copy of a document is left out, a table of the counted rows only.
+    if uncounted:
+        con.execute(
+            f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run)
+            FROM compact_rows WHERE source_key IN (SELECT source_key FROM counted_documents)"""
+        )
+    else:
+        con.execute(
+            f"CREATE OR REPLACE VIEW {COMPACT_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run) FROM compact_rows"
+        )
     if not con.execute(f"SELECT count(*) FROM {COMPACT_TABLE}").fetchone()[0]:
         if not con.execute("SELECT count(*) FROM compact_documents").fetchone()[0]:
             raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
@@ -371,35 +393,56 @@ def build_tables(
             + (f"; what failed:{failed}" if failed else "")
         )
     install_inputs(con, root, skipped)
-    read_occasions(con, store, compacts, compact_models)
-    install_failures(con, store, compacts)
+    read_occasions(con, compact_models, uncounted)
+    install_failures(con)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
-    run_models(con, campaign_models, before, after)
+    writing = None
+    if (
+        keep_snapshot and not only_run
+    ):  # a snapshot due is written beside the models (its own cursor; DuckDB releases the GIL)
+        campaigns = [
+            c for c in sorted({c.campaign for c in compacts}) if snapshot.due(loaded, compacts, c, run is None)
+        ]
+        if campaigns:
+            writing = threading.Thread(target=_write_snapshots, args=(con.cursor(), store, campaigns, compacts))
+            writing.start()
+    try:
+        run_models(con, campaign_models, before, after)
+    finally:
+        if writing is not None:
+            writing.join()
     return con
 
 
-def read_occasions(
-    con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact], compact_models: list[Model]
+def _write_snapshots(
+    cursor: duckdb.DuckDBPyConnection, store: Store, campaigns: list[str], compacts: list[Compact]
 ) -> None:
+    """The snapshot only saves reading: one that cannot be written is said, and the campaign's
+    tables are made all the same."""
+    try:
+        for campaign in campaigns:
+            snapshot.write_snapshot(cursor, store, campaign, compacts)
+    except Exception as exc:
+        log.warning("campaign snapshot not written (%s); the next aggregation reads the runs' compacts", exc)
+    finally:
+        cursor.close()
+
+
+def read_occasions(con: duckdb.DuckDBPyConnection, compact_models: list[Model], uncounted: int) -> None:
     """Table occasion_measurements of the campaign: the runs' compacts of it, read as they are.
 
-    A compact groups every valid document of its run; when the campaign leaves one of them out
-    (a second copy of a cell, kept in another run's folder), the groups are made again from the
-    counted result_rows instead (the models that made them at compaction, run here): slower, rare,
-    and nothing is counted twice."""
-    uncounted = con.execute(
-        "SELECT count(*) FROM compact_documents WHERE problem IS NULL"
-        " AND source_key NOT IN (SELECT source_key FROM counted_documents)"
-    ).fetchone()[0]
+    A compact groups every valid document of its run; when the campaign leaves ``uncounted`` of
+    them out (a second copy of a cell, kept in another run's folder), the groups are made again
+    from the counted result_rows instead (the models that made them at compaction, run here):
+    slower, rare, and nothing is counted twice."""
     if uncounted:
         after_rows = compact_models[[m.name for m in compact_models].index(COMPACT_TABLE) + 1 :]
         for model in after_rows:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         return
     con.execute(
-        f"CREATE OR REPLACE TABLE {OCCASIONS_TABLE} AS SELECT * FROM read_parquet(?, union_by_name = true)",
-        [[store.duckdb_path(c.occasions_key) for c in compacts]],
+        f"CREATE OR REPLACE VIEW {OCCASIONS_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run) FROM compact_occasions"
     )
 
 

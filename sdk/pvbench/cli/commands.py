@@ -109,6 +109,7 @@ def _aggregate(
     out: Path | None,
     limits: Path | None = None,
     failures: list[dict] | None = None,
+    snapshot: bool = True,
 ) -> None:
     from pvbench.analytics import AnalyticsError
     from pvbench.pipeline import aggregate
@@ -128,6 +129,7 @@ def _aggregate(
                 failures=failures,
                 warn=warnings.append,
                 progress=status.update,
+                keep_snapshot=snapshot,
             )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
@@ -168,6 +170,13 @@ def aggregate_cmd(
     argo_status: Annotated[
         Optional[str], typer.Option(help="Argo's {{workflow.status}}, printed with the outcome")
     ] = None,
+    snapshot: Annotated[
+        bool,
+        typer.Option(
+            help="Keep the campaign's snapshot up to date (its runs' compacts merged, so the next aggregation reads "
+            "a few files, not every run's); --no-snapshot where only the run's compact is kept (the Argo step)"
+        ),
+    ] = True,
 ) -> None:
     """Compact new or changed runs, run analytics/ (DuckDB) over the campaign and write its Parquet tables.
 
@@ -184,7 +193,7 @@ def aggregate_cmd(
         fail(str(exc))
     if argo_status:
         console.print(f"run {run or ''} ended {argo_status}; {len(failures)} failed step(s)")
-    _aggregate(store, campaign, run, out, limits, failures)
+    _aggregate(store, campaign, run, out, limits, failures, snapshot)
 
 
 @app.command("summary")

@@ -65,6 +65,7 @@ def build_tables(
     warn: Callable[[str], None] | None = None,
     only_run: bool = False,
     progress: Callable[[str], None] | None = None,
+    keep_snapshot: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Every table of the campaign (or, with ``only_run``, of that run): see analytics.runner.build_tables.
 
@@ -87,6 +88,7 @@ def build_tables(
         warn=warn,
         only_run=only_run,
         progress=progress,
+        keep_snapshot=keep_snapshot,
     )
 
 
@@ -99,13 +101,23 @@ def aggregate(
     failures: list[dict] | None = None,
     warn: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    keep_snapshot: bool = True,
 ) -> tuple[str, dict[str, int]]:
     """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
     ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
 
     ``run``: the run that just finished (only it is listed and compacted; see build_tables).
     """
-    con = build_tables(store, campaign, run, limits=limits, failures=failures, warn=warn, progress=progress)
+    con = build_tables(
+        store,
+        campaign,
+        run,
+        limits=limits,
+        failures=failures,
+        warn=warn,
+        progress=progress,
+        keep_snapshot=keep_snapshot,
+    )
     if out is not None:
         return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
     prefix = analytics_prefix(campaign or "all")

@@ -68,6 +68,10 @@ class Store(Protocol):
 
     def exists(self, key: str) -> bool: ...
 
+    def delete(self, key: str) -> None:
+        """Remove the object; no error if it is not there."""
+        ...
+
     def list_keys(self, prefix: str) -> Iterator[str]: ...
 
     def list_objects(self, prefix: str) -> Iterator[StoredObject]:
@@ -117,6 +121,12 @@ class LocalStore:
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        try:
+            self._path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot remove {self._path(key)}: {exc.strerror or exc}") from exc
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         return (obj.key for obj in self.list_objects(prefix))
@@ -329,6 +339,9 @@ class S3Store:
             if exc.code in {"NoSuchKey", "NoSuchObject", "NoSuchBucket"}:
                 return False
             raise StoreError(f"stat {self.url}/{key}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        self._retry(f"remove {self.url}/{key}", lambda: self.client.remove_object(self.bucket, self._key(key)))
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         return (obj.key for obj in self.list_objects(prefix))

@@ -7,7 +7,10 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
                                                                                              .../fio.json
     compact/campaign=<c>/run=<r>/result_rows.parquet   (a run's results, validated and flattened once)
                                  .../documents.parquet     (what was read: key, size, version, problem)
+                                 .../occasion_measurements.parquet (its values grouped by occasion)
                                  .../failures.parquet      (the run's failed cells, as Argo reported them)
+    compact/campaign=<c>/snapshot/manifest.json           (which runs' compacts the snapshot holds, and their versions)
+    compact/campaign=<c>/snapshot/<generation>/<table>.parquet  (those compacts merged, one file per table)
     analytics/campaign=<c>/run=all/<table>.parquet        (the campaign's tables, from every run's compact)
     analytics/campaign=<c>/run=all/report/…              (the campaign's Evidence site)
 
@@ -26,6 +29,8 @@ COMPACT_ROWS_FILE = "result_rows.parquet"
 COMPACT_OCCASIONS_FILE = "occasion_measurements.parquet"
 COMPACT_DOCUMENTS_FILE = "documents.parquet"
 COMPACT_FAILURES_FILE = "failures.parquet"
+SNAPSHOT_DIR = "snapshot"
+SNAPSHOT_MANIFEST = "manifest.json"
 RESULT_FILE = "result.json"
 RAW_FIO_FILE = "fio.json"
 # One client pod's output in a multi-client cell on Argo (pvbench.cells.clients.run_pod_client), under
@@ -124,6 +129,11 @@ def compact_prefix(campaign: str | None = None, run: str | None = None) -> str:
         if run is not None:
             parts.append(f"run={slug(run)}")
     return "/".join(parts)
+
+
+def snapshot_prefix(campaign: str) -> str:
+    """Where a campaign's snapshot (its runs' compacts merged: pvbench.analytics.snapshot) is."""
+    return f"{compact_prefix(campaign)}/{SNAPSHOT_DIR}"
 
 
 def run_of(key: str) -> tuple[str, str] | None:

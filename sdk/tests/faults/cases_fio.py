@@ -44,7 +44,10 @@ def _config(ctx: Ctx, name: str = "pvbench-run.yaml", store: str = "store", **ov
 
 
 def _results(store: Path) -> list[Path]:
-    return sorted(store.rglob("result.json")) if store.exists() else []
+    try:  # polled while pvbench creates the store's folders: one may not be there yet
+        return sorted(store.rglob("result.json"))
+    except FileNotFoundError:
+        return []
 
 
 def _fio_leftovers(*dirs: Path) -> list[Path]:
