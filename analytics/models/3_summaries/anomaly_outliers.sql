@@ -44,16 +44,10 @@ cells as (
     from occasions
     group by campaign, storage_class, profile, workload, direction, metric
 ),
--- the cell's median and quartiles, once per cell (a grouped aggregate, not a window per value)
+-- the cell's median and quartiles: the summary's (computed there once, over the same values)
 cell_quantiles as (
-    select
-        campaign, storage_class, profile, workload, direction, metric,
-        median(o.value) as cell_median,
-        quantile_cont(o.value, 0.25) as q1,
-        quantile_cont(o.value, 0.75) as q3
-    from (select campaign, storage_class, profile, workload, direction, metric, unnest(observations) as o
-          from occasion_measurements)
-    group by campaign, storage_class, profile, workload, direction, metric
+    select campaign, storage_class, profile, workload, direction, metric, median as cell_median, q1, q3
+    from summary
 ),
 -- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value
 cutoffs as (

@@ -1,6 +1,12 @@
 -- report_methodology: the methodology page, filled from the data (Papadopoulos et al. 2021:
 -- setup description, units, design, confidence, cost). Rows of (section, item, value), in order.
-with rr as (select * from result_rows),
+with rr as (
+    -- the columns this page reads (result_rows is wide; the compacts are read column by column)
+    select campaign, run, occasion, storage_class, profile, workload, direction, cell_order, started_at,
+           provisioner, filesystem, node, host, source, platform, seed, pvbench_version, fio_version,
+           kernel, kubernetes_version, ramp_s, runtime_s, size_bytes, source_key
+    from result_rows
+),
 docs as (
     -- one row per document (result_rows has one per direction)
     select distinct source_key, campaign, seed, platform, ramp_s, runtime_s, size_bytes

@@ -99,10 +99,9 @@ def _ordered_models(files: tuple[tuple[Path, int, int], ...], root: Path) -> tup
     if not models:
         raise AnalyticsError(f"no SQL models under {root / 'models'}")
     names = {m.name for m in models}
-    deps = {
-        m.name: {n for n in names - {m.name} if re.search(rf"\b{re.escape(n)}\b", _strip_comments(m.sql))}
-        for m in models
-    }
+    # a model reads the models whose names it mentions as words (names are identifiers: one set
+    # of each file's words, not a regex per pair of models, which cost 0.1 s at every start)
+    deps = {m.name: (set(re.findall(r"\w+", _strip_comments(m.sql))) & names) - {m.name} for m in models}
     ordered: list[Model] = []
     done: set[str] = set()
     by_name = {m.name: m for m in models}
@@ -196,13 +195,23 @@ def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
             "SELECT source_key, problem, reason FROM compact_documents WHERE problem IS NOT NULL"
         ).fetchall()
     ]
-    con.execute("""
+    # Two keys can hold one identity only if a document is somewhere else than its identity's key;
+    # when none is (the rule), every valid document counts, without ranking 100,000 keys.
+    misplaced = con.execute(
+        "SELECT count(*) FROM compact_documents WHERE problem IS NULL AND source_key <> cell_key"
+    ).fetchone()[0]
+    con.execute(f"""
         CREATE OR REPLACE TABLE counted_documents AS
         SELECT source_key, cell_key FROM compact_documents WHERE problem IS NULL
-        QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY source_key = cell_key DESC, source_key) = 1""")
-    for key, keep in con.execute("""
+        {"QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY source_key = cell_key DESC, source_key) = 1" if misplaced else ""}""")
+    duplicates = (
+        con.execute("""
             SELECT d.source_key, c.source_key FROM compact_documents d JOIN counted_documents c USING (cell_key)
-            WHERE d.problem IS NULL AND d.source_key <> c.source_key""").fetchall():
+            WHERE d.problem IS NULL AND d.source_key <> c.source_key""").fetchall()
+        if misplaced
+        else []
+    )
+    for key, keep in duplicates:
         skipped.append(
             {
                 "source_key": key,
