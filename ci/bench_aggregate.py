@@ -5,7 +5,10 @@ loopback, prints:
   read      reading every result.json's bytes (list + get, the way aggregation reads them)
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
-  add run   one more run of 1,000 results, then `pvbench aggregate --run <it>`
+  add run   one more run of 1,000 results, then `pvbench aggregate --run <it>` (the snapshot
+            the full aggregation wrote is read, and that run's compact beside it)
+  … snapshot  the same for the run that makes more than SNAPSHOT_LAG runs read beside the snapshot:
+            that aggregation writes the snapshot again (one addition in SNAPSHOT_LAG + 1)
   report    `pvbench report build` of the campaign's tables (local store, smallest and largest N:
             the build does not depend on the store, and its fixed cost is most of it)
 with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
@@ -33,6 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.analytics.compact import S3_READERS
+from pvbench.analytics.snapshot import SNAPSHOT_LAG
 from pvbench.cells.cell import Cell
 from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.results.metrics import METRIC_LIST
@@ -166,29 +170,39 @@ def main() -> None:
                     out = work / f"tables-{kind}-{n}"
                     full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
-                    write_runs(store, template, runs, 1)
-                    added = timed(
-                        [
-                            "aggregate",
-                            "--store",
-                            url,
-                            "--campaign",
-                            CAMPAIGN,
-                            "--run",
-                            f"run-{runs:04d}",
-                            "--out",
-                            str(out),
-                        ],
-                        env,
-                    )
+
+                    def add_run(index: int):
+                        write_runs(store, template, index, 1)
+                        return timed(
+                            [
+                                "aggregate",
+                                "--store",
+                                url,
+                                "--campaign",
+                                CAMPAIGN,
+                                "--run",
+                                f"run-{index:04d}",
+                                "--out",
+                                str(out),
+                            ],
+                            env,
+                        )
+
+                    added = add_run(runs)  # the full aggregation wrote the snapshot: one run beside it
                     report = (
                         timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
                         if kind == "local" and n in (min(sizes), max(sizes))
                         else False  # not built: the build does not depend on the store
                     )
-                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, report))
+                    # more runs until more than SNAPSHOT_LAG are read beside the snapshot: the
+                    # last addition writes the snapshot again (one in SNAPSHOT_LAG + 1 does)
+                    for extra in range(1, SNAPSHOT_LAG):
+                        add_run(runs + extra)
+                    rewrote = add_run(runs + SNAPSHOT_LAG)
+                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, rewrote, report))
                     console.print(
                         f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
+                        f", add run writing the snapshot {shown(rewrote)}"
                         + (f", report {shown(report)}" if kind == "local" and n in (min(sizes), max(sizes)) else "")
                     )
         finally:
@@ -204,10 +218,11 @@ def main() -> None:
         "full ÷ read",
         "verify (nothing new)",
         "add a run",
+        "add a run, snapshot written",
         "report build",
     ):
         table.add_column(col, justify="right")
-    for kind, n, total, read_s, full, verify, added, report in rows:
+    for kind, n, total, read_s, full, verify, added, rewrote, report in rows:
         table.add_row(
             kind,
             f"{n:,}",
@@ -217,6 +232,7 @@ def main() -> None:
             f"{full[0] / read_s:.1f}×" if full else "–",
             shown(verify),
             shown(added),
+            shown(rewrote),
             "–" if report is False else shown(report),
         )
     console.print(table)
