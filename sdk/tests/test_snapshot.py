@@ -55,8 +55,12 @@ def test_the_snapshot_is_read_while_it_holds_the_runs_as_they_are(tmp_path):
     write(tmp_path, night("n3", 3))
     store.read.clear()
     aggregate(store, "syn", run="n3")
-    runs_read = {k.split("/")[2] for k in store.read if k.startswith("compact/")}
-    assert runs_read == {"snapshot", "run=n3"}
+    read = {
+        k.split("/")[0] if k.startswith("snapshot/") else k.split("/")[2]
+        for k in store.read
+        if k.startswith(("compact/", "snapshot/"))
+    }
+    assert read == {"snapshot", "run=n3"}
     assert manifest(store)["runs"] == versions  # one run behind: not written again yet
     con = build_tables(store, "syn", run="n3", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
@@ -123,7 +127,7 @@ def test_a_superseded_generation_is_removed_an_hour_after_it_was_replaced(tmp_pa
         store.put_bytes(f"{snapshot_prefix('syn')}/{name}/result_rows.parquet", b"x")
     store.put_bytes(f"{snapshot_prefix('syn')}/{SNAPSHOT_MANIFEST}", b"{}")
     snapshot.remove_superseded(store, "syn", now=now)
-    left = sorted(k.split("/")[3] for k in store.list_keys(snapshot_prefix("syn")))
+    left = sorted(k.split("/")[2] for k in store.list_keys(snapshot_prefix("syn")))
     # the oldest was replaced 2 h ago (removed); the middle one only now (kept: a reader may be on it)
     assert left == sorted([names[1], names[2], SNAPSHOT_MANIFEST])
 

@@ -135,7 +135,7 @@ def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], C
     files: dict[tuple[str, str], dict[str, str]] = {}
     for obj in store.list_objects(compact_prefix(campaign)):
         where = run_of(obj.key)
-        # a run's compact is compact/campaign=<c>/run=<r>/<file>; the campaign's snapshot is not one
+        # a run's compact is compact/campaign=<c>/run=<r>/<file>; anything else there is not one
         if where is not None and obj.key.split("/")[2].startswith("run=") and obj.key.count("/") == 3:
             files.setdefault(where, {})[obj.key.rsplit("/", 1)[-1]] = obj.version
     return {

@@ -9,8 +9,8 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
                                  .../documents.parquet     (what was read: key, size, version, problem)
                                  .../occasion_measurements.parquet (its values grouped by occasion)
                                  .../failures.parquet      (the run's failed cells, as Argo reported them)
-    compact/campaign=<c>/snapshot/manifest.json           (which runs' compacts the snapshot holds, and their versions)
-    compact/campaign=<c>/snapshot/<generation>/<table>.parquet  (those compacts merged, one file per table)
+    snapshot/campaign=<c>/manifest.json                   (which runs' compacts the snapshot holds, and their versions)
+    snapshot/campaign=<c>/<generation>/<table>.parquet     (those compacts merged, one file per table)
     analytics/campaign=<c>/run=all/<table>.parquet        (the campaign's tables, from every run's compact)
     analytics/campaign=<c>/run=all/report/…              (the campaign's Evidence site)
 
@@ -29,7 +29,8 @@ COMPACT_ROWS_FILE = "result_rows.parquet"
 COMPACT_OCCASIONS_FILE = "occasion_measurements.parquet"
 COMPACT_DOCUMENTS_FILE = "documents.parquet"
 COMPACT_FAILURES_FILE = "failures.parquet"
-SNAPSHOT_DIR = "snapshot"
+# beside compact/, not in it: the Argo step downloads compact/campaign=<c>/ whole and has no use for it
+SNAPSHOT_ROOT = "snapshot"
 SNAPSHOT_MANIFEST = "manifest.json"
 RESULT_FILE = "result.json"
 RAW_FIO_FILE = "fio.json"
@@ -133,7 +134,7 @@ def compact_prefix(campaign: str | None = None, run: str | None = None) -> str:
 
 def snapshot_prefix(campaign: str) -> str:
     """Where a campaign's snapshot (its runs' compacts merged: pvbench.analytics.snapshot) is."""
-    return f"{compact_prefix(campaign)}/{SNAPSHOT_DIR}"
+    return f"{SNAPSHOT_ROOT}/campaign={slug(campaign)}"
 
 
 def run_of(key: str) -> tuple[str, str] | None:
