@@ -406,10 +406,9 @@ def build_tables(
     install_failures(con)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {_failures_rows(con, failures)}")
+    # a snapshot that is due is written beside the models (its own cursor; DuckDB releases the GIL)
     writing = None
-    if (
-        keep_snapshot and not only_run
-    ):  # a snapshot due is written beside the models (its own cursor; DuckDB releases the GIL)
+    if keep_snapshot and not only_run:
         campaigns = [
             c for c in sorted({c.campaign for c in compacts}) if snapshot.due(loaded, compacts, c, run is None)
         ]
