@@ -26,7 +26,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import duckdb
 from pydantic import ValidationError
@@ -148,15 +148,6 @@ def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], C
         for where, names in sorted(files.items())
         if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names.keys()
     }
-
-
-def read_documents_table(con: duckdb.DuckDBPyConnection, store: Store, compacts: Iterable[Compact]) -> None:
-    """Table ``compact_documents``: the documents.parquet of the given compacts, with their run."""
-    paths = [store.duckdb_path(c.documents_key) for c in compacts]
-    columns = ", ".join(f"{name} {kind}" for name, kind in DOCUMENT_COLUMNS.items())
-    con.execute(f"CREATE OR REPLACE TABLE compact_documents ({columns})")
-    if paths:
-        con.execute(f"INSERT INTO compact_documents SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet(?)", [paths])
 
 
 def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:

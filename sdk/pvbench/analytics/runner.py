@@ -28,6 +28,7 @@ from pvbench.analytics import snapshot
 from pvbench.analytics.compact import (
     COMPACT_TABLE,
     COMPACT_TABLES,
+    DOCUMENT_COLUMNS,
     OCCASIONS_TABLE,
     Compact,
     RunListing,
@@ -35,7 +36,6 @@ from pvbench.analytics.compact import (
     is_current,
     list_compacts,
     list_runs,
-    read_documents_table,
 )
 from pvbench.analytics.resources import configure
 from pvbench.analytics.tables import (
@@ -550,7 +550,7 @@ def empty_tables(
         nothing.write_text("")
         con.execute("SET VARIABLE result_files = ?", [[str(nothing)]])
         run_models(con, compact_models)
-    read_documents_table(con, None, [])
+    insert_rows(con, "compact_documents", DOCUMENT_COLUMNS, [])  # no documents read
     install_inputs(con, root, select_documents(con))
     insert_rows(con, FAILURES_TABLE, FAILURES_COLUMNS, [])
     run_models(con, campaign_models, before, after)

@@ -19,8 +19,8 @@ Like the levels of an LSM tree, the snapshot is not written again for every run:
 reads the snapshot and the few compacts made since, and the snapshot is written again when more
 than SNAPSHOT_LAG runs are read from their own compacts, or by a full aggregation (``pvbench
 aggregate`` without ``--run``) that finds it out of date. A generation's files are written before
-the manifest that names them; older generations are removed after it. A reader that finds its
-generation gone (another aggregation replaced it meanwhile) reads every run from its compact.
+the manifest that names them; a generation is removed SUPERSEDED_KEPT after a newer one replaced
+it. A reader that finds its generation gone anyway reads every run from its compact.
 """
 
 from __future__ import annotations
@@ -251,7 +251,8 @@ def write_snapshot(
     con: duckdb.DuckDBPyConnection, store: Store, campaign: str, compacts: Iterable[Compact]
 ) -> Manifest:
     """Write the campaign's rows of the compact_* tables as a new generation, then its manifest,
-    then remove the older generations. Only runs whose compact version is known are written."""
+    then remove the generations replaced long enough ago (remove_superseded). Only runs whose
+    compact version is known are written."""
     runs = {c.run: c.version for c in compacts if c.campaign == campaign and c.version is not None}
     generation = f"{datetime.now(timezone.utc):{GENERATION_TIME}}-{uuid.uuid4().hex[:8]}"
     manifest = Manifest(campaign, generation, runs)
