@@ -2,11 +2,13 @@
 occasions as the unit of inference (the calibrated rates: test_stats_calibration.py)."""
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from pvbench.stats.compare import (
+    ALL_DIFFERENCES_UP_TO,
     BETTER,
     SAME,
     WITHHELD,
@@ -124,6 +126,47 @@ def test_effect_sizes_known_values():
     assert cliffs_delta(c, b) == -1.0
     assert cliffs_delta(b, b) == 0.0
     assert hodges_lehmann(b, c) == 3.0
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["normal", "lognormal", "two modes", "ties (integers)", "few distinct values", "odd pairs"],
+)
+def test_hodges_lehmann_of_many_pairs_is_the_median_of_every_difference(shape):
+    # above ALL_DIFFERENCES_UP_TO pairs the middle differences are selected in a window, not made
+    # all: the number must be the full matrix's median, to the last bit, whatever the values' shape
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        n, m = rng.integers(200, 700, 2)
+        if shape == "normal":
+            b, c = rng.normal(1000, 50, m), rng.normal(1010, 60, n)
+        elif shape == "lognormal":
+            b, c = rng.lognormal(3, 2, m), rng.lognormal(3.1, 2, n)
+        elif shape == "two modes":
+            b = np.concatenate([rng.normal(10, 1, m // 2), rng.normal(1e6, 1, m - m // 2)])
+            c = rng.normal(5e5, 3e5, n)
+        elif shape == "ties (integers)":
+            b, c = np.round(rng.normal(100, 3, m)), np.round(rng.normal(101, 3, n))
+        elif shape == "few distinct values":
+            b, c = rng.integers(0, 5, m).astype(float), rng.integers(0, 6, n).astype(float)
+        else:
+            b, c = rng.normal(5, 1, 201 + 2 * trial), rng.normal(5.2, 1, 203)
+        assert len(b) * len(c) > ALL_DIFFERENCES_UP_TO
+        assert hodges_lehmann(b, c) == float(np.median(c[:, None] - b[None, :]))
+
+
+def test_hodges_lehmann_does_not_make_every_difference():
+    # a year of runs pools thousands of values per side: 20,000 × 20,000 differences would be
+    # 3.2 GB; the window holds a small share of them
+    rng = np.random.default_rng(3)
+    b, c = rng.normal(1000, 50, 20_000), rng.normal(1010, 50, 20_000)
+    tracemalloc.start()  # numpy reports its buffers to tracemalloc
+    try:
+        assert hodges_lehmann(b, c) == pytest.approx(10, abs=2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6
 
 
 def test_direction_and_significance_come_from_one_estimate():

@@ -149,8 +149,84 @@ def cliffs_delta(baseline: np.ndarray, candidate: np.ndarray) -> float:
 
 
 def hodges_lehmann(baseline: np.ndarray, candidate: np.ndarray) -> float:
-    """Median of all pairwise differences candidate − baseline (a robust location shift)."""
-    return float(np.median(candidate[:, None] - baseline[None, :]))
+    """Median of all pairwise differences candidate − baseline (a robust location shift).
+
+    The same number as ``np.median(candidate[:, None] - baseline[None, :])``, without making the
+    n·m differences when there are many: a class pooled over a year of runs has thousands of
+    values a side, and every difference of two such sides is hundreds of MB and seconds. The
+    middle differences are found in a window of the sorted sides instead (_middle_differences)."""
+    n_pairs = len(baseline) * len(candidate)
+    if n_pairs <= ALL_DIFFERENCES_UP_TO:
+        return float(np.median(candidate[:, None] - baseline[None, :]))
+    b, c = np.sort(baseline), np.sort(candidate)
+    ranks = [n_pairs // 2] if n_pairs % 2 else [n_pairs // 2 - 1, n_pairs // 2]
+    middle = _middle_differences(b, c, ranks)
+    if middle is None:
+        middle = _tied_differences(b, c, ranks)
+    if middle is None:  # many distinct values the window missed (never seen): every difference
+        return float(np.median(candidate[:, None] - baseline[None, :]))
+    return float(np.mean(middle))
+
+
+# Below this many pairs every difference is made (cheaper than selecting: ~1 ms at 32,768).
+ALL_DIFFERENCES_UP_TO = 1 << 15
+# Pairs sampled to place the window: at least this many, else (pairs)^(2/3), which keeps both the
+# sample and the window to a small share of the pairs.
+SAMPLED_PAIRS = 4096
+
+
+def _middle_differences(b: np.ndarray, c: np.ndarray, ranks: list[int]) -> np.ndarray | None:
+    """The differences c_i − b_j of the given 0-based ranks (sorted), b and c sorted; None when
+    the sampled window does not provably hold them (the caller then takes another way).
+
+    A sample of the pairs gives a value range [lo, hi] that holds the wanted ranks with a margin
+    of four standard errors. In row i the differences c_i − b_j fall as j grows, so the pairs in
+    range are one slice of b per row (searchsorted), and every pair past a row's slice is
+    smaller. The wanted ranks are selected among the slices' differences, computed as the full
+    matrix computes them; the result is exact when no pair outside the slices lies between them
+    (checked on each row's nearest pair outside), else None."""
+    n, m = len(c), len(b)
+    n_pairs = n * m
+    size = max(SAMPLED_PAIRS, int(n_pairs ** (2 / 3)))
+    rng = np.random.default_rng(0)  # the result never depends on the sample, only the speed
+    sample = np.sort(c[rng.integers(0, n, size)] - b[rng.integers(0, m, size)])
+    margin = 4 * math.sqrt(0.25 / size)
+    lo = sample[max(0, int((ranks[0] / n_pairs - margin) * size))]
+    hi = sample[min(size - 1, math.ceil(((ranks[-1] + 1) / n_pairs + margin) * size))]
+    first = np.searchsorted(b, c - hi, side="left")  # row i's slice: first <= j < past
+    past = np.searchsorted(b, c - lo, side="right")
+    below = int((m - past).sum())
+    sizes = past - first
+    total = int(sizes.sum())
+    if not total or total > n_pairs // 4 or not below <= ranks[0] <= ranks[-1] < below + total:
+        return None
+    rows = np.repeat(np.arange(n), sizes)
+    cols = np.arange(total) + np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
+    window = c[rows] - b[cols]
+    wanted = [r - below for r in ranks]
+    window.partition(wanted)
+    middle = window[wanted]
+    smaller, larger = past < m, first > 0
+    if smaller.any() and (c[smaller] - b[past[smaller]]).max() > middle[0]:
+        return None
+    if larger.any() and (c[larger] - b[first[larger] - 1]).min() < middle[-1]:
+        return None
+    return middle
+
+
+def _tied_differences(b: np.ndarray, c: np.ndarray, ranks: list[int]) -> np.ndarray | None:
+    """The same ranks over the distinct values, each difference weighted by how many pairs give
+    it: exact and small when the values are heavily tied (integers, a capped device), where a
+    value range cannot narrow the pairs down. None when there are many distinct values."""
+    bu, bn = np.unique(b, return_counts=True)
+    cu, cn = np.unique(c, return_counts=True)
+    if len(bu) * len(cu) > ALL_DIFFERENCES_UP_TO:
+        return None
+    diffs = (cu[:, None] - bu[None, :]).ravel()
+    weights = (cn[:, None] * bn[None, :]).ravel()
+    order = np.argsort(diffs, kind="stable")
+    reached = np.cumsum(weights[order])
+    return diffs[order][np.searchsorted(reached, np.asarray(ranks), side="right")]
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 
 from pvbench.stats.compare import CompareSettings, Comparison, compare_many
 from pvbench.store.layout import slug
@@ -150,11 +151,14 @@ def compare_groups(
     candidate: Side,
     min_n: int = 2,
     history_rows: list[dict] | None = None,
+    grouping: Callable[[list[dict], tuple[str, ...]], dict[tuple, dict]] = group_values,
 ) -> SideComparison:
     """Compare metric by metric. ``history_rows``: other results of the same classes (neither
-    side's occasions), which tell how much occasions differ when a side has only one."""
-    base, cand = group_values(base_rows, keys), group_values(cand_rows, keys)
-    history = group_values(history_rows or [], keys) if "storage_class" in keys else {}
+    side's occasions), which tell how much occasions differ when a side has only one.
+    ``grouping``: group_values, or one that remembers the rows it grouped (a side compared with
+    many others)."""
+    base, cand = grouping(base_rows, keys), grouping(cand_rows, keys)
+    history = grouping(history_rows or [], keys) if "storage_class" in keys else {}
     todo, runs, too_few = [], [], []
     for key in sorted(set(base) & set(cand), key=lambda k: tuple(str(x) for x in k)):
         b, c = base[key], cand[key]

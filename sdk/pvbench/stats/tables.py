@@ -27,7 +27,7 @@ from itertools import combinations
 from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
-from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups
+from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups, group_values
 
 COLUMNS = [
     ("kind", "varchar"),
@@ -171,6 +171,16 @@ def comparison_families(rows: list[dict]):
 def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[dict]:
     out = []
     keys = ("profile", "workload", "direction", "metric")
+    # A class's rows are one side of many comparisons (the reference class of all of them): grouped
+    # once. The cache holds the list it was made from, so its id is not reused while cached.
+    grouped: dict[tuple[int, tuple], tuple[list[dict], dict]] = {}
+
+    def grouping(side: list[dict], by: tuple[str, ...]) -> dict:
+        cached = grouped.get((id(side), by))
+        if cached is None:
+            cached = grouped[(id(side), by)] = (side, group_values(side, by))
+        return cached[1]
+
     for kind, campaign, base_label, cand_label, sc, base_rows, cand_rows, history in comparison_families(rows):
         result = compare_groups(
             base_rows,
@@ -180,6 +190,7 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
             Side(campaign),
             Side(campaign),
             history_rows=history,
+            grouping=grouping,
         )
         for comp in result.comparisons:
             row = comp.as_row()
