@@ -7,13 +7,21 @@
 -- level, so report_anomalies can sum it over occasions and get an exact p-value that no occasion
 -- effect can fool. Ties count against a warm-up (the first rep takes the highest rank of its tie
 -- group): rounded values (imports, rate-limited fio) then make the test conservative, never eager.
-with ranked as (
+-- Per run: made when the run is compacted (one of the compact's tables), from that run's occasions'
+-- observations; adding a run to the campaign does not rank every older occasion again.
+with headline_values as (
+    select
+        campaign, run, occasion, storage_class, profile, workload, workload_title, direction, metric,
+        unit, better, o.rep, o.value, o.started_at
+    from (select * exclude (observations), unnest(observations) as o from occasion_measurements
+          -- not the volume lifecycle: its rows are every test's cells, whose reps do not follow one another
+          where is_headline and workload <> 'volume-lifecycle')
+),
+ranked as (
     select *,
         rep = min(rep) over occ as is_first,
         arg_min(value, rep) over occ as first_value_of_occasion
-    from measurements
-    -- not the volume lifecycle: its rows are every test's cells, whose reps do not follow one another
-    where is_headline and workload <> 'volume-lifecycle'
+    from headline_values
     window occ as (partition by campaign, run, occasion, storage_class, profile, workload, direction, metric)
 ),
 per_occasion as (

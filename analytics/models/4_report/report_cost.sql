@@ -3,21 +3,14 @@
 -- (usr + sys), the run's wall-clock span. Money is a model from declared values (limits file):
 --   cost = wall hours × cluster_price_per_hour + Σ_class (that class's fio hours × its price_per_hour)
 -- Imported results carry no timings: their rows show counts only (costs null).
-with results as (
-    select
-        campaign, run, storage_class, source_key,
-        any_value(started_at) as started_at,
-        any_value(ended_at) as ended_at,
-        any_value(cpu_seconds) as cpu_seconds
-    from result_rows
-    group by campaign, run, storage_class, source_key
-),
-class_price as (
+-- The resources of each run and class are run_usage (made when the run was compacted); the prices
+-- are applied here, so a changed cost model needs no compaction.
+with class_price as (
     select storage_class, price_per_hour, currency
     from (
         select r.storage_class, c.price_per_hour, c.currency,
                row_number() over (partition by r.storage_class order by c.specificity desc) as pick
-        from (select distinct storage_class from results) r
+        from (select distinct storage_class from run_usage) r
         join cost_model c on c.scope = 'storage_class' and r.storage_class like c.like_pattern escape '\'
     )
     where pick = 1
@@ -27,18 +20,9 @@ cluster_price as (
     from cost_model where scope = 'cluster'
 ),
 per_class as (
-    select
-        r.campaign, r.run, r.storage_class,
-        count(*) as n_results,
-        sum(epoch(r.ended_at - r.started_at)) as fio_seconds,
-        sum(r.cpu_seconds) as cpu_seconds,
-        min(r.started_at) as started_at,
-        max(r.ended_at) as ended_at,
-        any_value(p.price_per_hour) as class_price_per_hour,
-        any_value(p.currency) as currency
-    from results r
+    select r.*, p.price_per_hour as class_price_per_hour, p.currency
+    from run_usage r
     left join class_price p using (storage_class)
-    group by r.campaign, r.run, r.storage_class
 )
 select
     pc.campaign, pc.run,

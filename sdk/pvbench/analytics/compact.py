@@ -7,6 +7,10 @@ A run's compact (store layout: compact/campaign=<c>/run=<r>/) holds
                           its values grouped by occasion and metric, with n, mean and sum of squares
                           (2_normalized/result_values → occasion_measurements): what the campaign's
                           summaries merge, so adding a run does not redo them value by value;
+    warmup_by_occasion.parquet, run_cells.parquet, run_usage.parquet
+                          the per-run models (3_summaries; PER_RUN_TABLES): each row comes from
+                          this run's results alone, so they are made once, here, not again over
+                          every run of the campaign whenever a run is added;
     documents.parquet     every result.json of the run that was read: key, size, version (ETag or
                           mtime), the key its identity gives it, and why it was left out, if it was;
     failures.parquet      the run's failed cells as the orchestrator reported them (optional).
@@ -37,24 +41,28 @@ from pvbench.store import LocalStore, Store, StoredObject
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
-    COMPACT_OCCASIONS_FILE,
-    COMPACT_ROWS_FILE,
     RESULT_FILE,
     compact_prefix,
+    compact_table_file,
     results_prefix,
     run_of,
 )
 
 log = logging.getLogger("pvbench.analytics")
 
-# The models whose tables are a run's compact; they and the models they read run once per run.
+# The models whose tables are a run's compact; they and the models they read run once per run. Beside
+# the rows and their occasions, the per-run models (each row from one run's results only) that the
+# campaign's models would otherwise compute over every run again whenever one is added.
 COMPACT_TABLE = "result_rows"
 OCCASIONS_TABLE = "occasion_measurements"
-COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE)
-# The compact's format: bumped when result_rows gains or changes columns (2: the volume lifecycle; 3: multi-client
-# clients, straggler_ratio; 5: client_volumes; 6: occasion_measurements). Written into documents.parquet's metadata; a compact of another format is rebuilt
-# from its run's documents, like one whose listing changed.
-COMPACT_FORMAT = "6"
+PER_RUN_TABLES = ("warmup_by_occasion", "run_cells", "run_usage")
+COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES)
+# The compact's format: bumped when a compact table gains or changes columns, or a new one is added
+# (2: the volume lifecycle; 3: multi-client clients, straggler_ratio; 5: client_volumes;
+# 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage). Written into
+# documents.parquet's metadata; a compact of another format is rebuilt from its run's documents,
+# like one whose listing changed.
+COMPACT_FORMAT = "7"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).
@@ -100,13 +108,9 @@ class Compact:
     def prefix(self) -> str:
         return compact_prefix(self.campaign, self.run)
 
-    @property
-    def rows_key(self) -> str:
-        return f"{self.prefix}/{COMPACT_ROWS_FILE}"
-
-    @property
-    def occasions_key(self) -> str:
-        return f"{self.prefix}/{COMPACT_OCCASIONS_FILE}"
+    def table_key(self, table: str) -> str:
+        """The key of one of its COMPACT_TABLES."""
+        return f"{self.prefix}/{compact_table_file(table)}"
 
     @property
     def documents_key(self) -> str:
@@ -141,12 +145,12 @@ def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], C
     return {
         where: Compact(
             *where,
-            complete=COMPACT_OCCASIONS_FILE in names,
+            complete=all(compact_table_file(table) in names for table in COMPACT_TABLES),
             version=names[COMPACT_DOCUMENTS_FILE],
             has_failures=COMPACT_FAILURES_FILE in names,
         )
         for where, names in sorted(files.items())
-        if {COMPACT_ROWS_FILE, COMPACT_DOCUMENTS_FILE} <= names.keys()
+        if {compact_table_file(COMPACT_TABLE), COMPACT_DOCUMENTS_FILE} <= names.keys()
     }
 
 
@@ -269,7 +273,6 @@ def write_compact(
     compact = Compact(listing.campaign, listing.run)
     tmp = Path(read.folder.name)
     try:
-        rows_file = tmp / COMPACT_ROWS_FILE
         con.execute("SET VARIABLE result_files = ?", [[str(read.batch)]])
         for model in compact_models:
             try:
@@ -278,18 +281,18 @@ def write_compact(
                 raise AnalyticsError(
                     f"model {model.layer}/{model.name}.sql failed on run {listing.run}: {exc}"
                 ) from exc
-        con.execute(f"COPY {COMPACT_TABLE} TO '{rows_file}' (FORMAT parquet)")
-        occasions_file = tmp / COMPACT_OCCASIONS_FILE
-        con.execute(f"COPY {OCCASIONS_TABLE} TO '{occasions_file}' (FORMAT parquet)")
+        for table in COMPACT_TABLES:
+            con.execute(f"COPY {table} TO '{tmp / compact_table_file(table)}' (FORMAT parquet)")
         docs_file = tmp / COMPACT_DOCUMENTS_FILE
         insert_rows(con, "documents", DOCUMENT_COLUMNS, read.documents)
         con.execute(
             f"COPY documents TO '{docs_file}' (FORMAT parquet, KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}})"
         )
         parquet = "application/vnd.apache.parquet"
-        # rows first, documents last: a compact whose documents table is missing is rebuilt
-        store.put_bytes(compact.rows_key, rows_file.read_bytes(), content_type=parquet)
-        store.put_bytes(compact.occasions_key, occasions_file.read_bytes(), content_type=parquet)
+        # the tables first, documents last: a compact whose documents table is missing is rebuilt
+        for table in COMPACT_TABLES:
+            file = compact_table_file(table)
+            store.put_bytes(compact.table_key(table), (tmp / file).read_bytes(), content_type=parquet)
         if failures is not None:
             failures_file = tmp / COMPACT_FAILURES_FILE
             insert_rows(

@@ -29,7 +29,7 @@ from pvbench.analytics.compact import (
     COMPACT_TABLE,
     COMPACT_TABLES,
     DOCUMENT_COLUMNS,
-    OCCASIONS_TABLE,
+    PER_RUN_TABLES,
     Compact,
     RunListing,
     build_compacts,
@@ -49,6 +49,9 @@ from pvbench.analytics.tables import (
 from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
 from pvbench.store import S3Store, Store
 from pvbench.store.layout import results_prefix, slug
+
+# The table of every measured value, one row each (made when a run is compacted).
+VALUES_TABLE = "result_values"
 
 # The runner's bookkeeping tables, never written out.
 INTERNAL_TABLES = {"compact_documents", "counted_documents", "failures_given"}
@@ -388,11 +391,12 @@ def build_tables(
     if uncounted:
         con.execute(
             f"""CREATE OR REPLACE TABLE {COMPACT_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run)
-            FROM compact_rows WHERE source_key IN (SELECT source_key FROM counted_documents)"""
+            FROM compact_{COMPACT_TABLE} WHERE source_key IN (SELECT source_key FROM counted_documents)"""
         )
     else:
         con.execute(
-            f"CREATE OR REPLACE VIEW {COMPACT_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run) FROM compact_rows"
+            f"CREATE OR REPLACE VIEW {COMPACT_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run)"
+            f" FROM compact_{COMPACT_TABLE}"
         )
     if not con.execute(f"SELECT count(*) FROM {COMPACT_TABLE}").fetchone()[0]:
         if not con.execute("SELECT count(*) FROM compact_documents").fetchone()[0]:
@@ -438,20 +442,23 @@ def _write_snapshots(
 
 
 def read_occasions(con: duckdb.DuckDBPyConnection, compact_models: list[Model], uncounted: int) -> None:
-    """Table occasion_measurements of the campaign: the runs' compacts of it, read as they are.
+    """occasion_measurements and the per-run tables of the campaign (COMPACT_TABLES after
+    result_rows): the runs' compacts of them, read as they are.
 
-    A compact groups every valid document of its run; when the campaign leaves ``uncounted`` of
-    them out (a second copy of a cell, kept in another run's folder), the groups are made again
-    from the counted result_rows instead (the models that made them at compaction, run here):
-    slower, rare, and nothing is counted twice."""
+    A compact's tables hold every valid document of its run; when the campaign leaves ``uncounted``
+    of them out (a second copy of a cell, kept in another run's folder), they are made again from
+    the counted result_rows instead (the models that made them at compaction, run here): slower,
+    rare, and nothing is counted twice."""
     if uncounted:
         after_rows = compact_models[[m.name for m in compact_models].index(COMPACT_TABLE) + 1 :]
         for model in after_rows:
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
         return
-    con.execute(
-        f"CREATE OR REPLACE VIEW {OCCASIONS_TABLE} AS SELECT * EXCLUDE (compact_campaign, compact_run) FROM compact_occasions"
-    )
+    for table in COMPACT_TABLES:
+        if table != COMPACT_TABLE:
+            con.execute(
+                f"CREATE OR REPLACE VIEW {table} AS SELECT * EXCLUDE (compact_campaign, compact_run) FROM compact_{table}"
+            )
 
 
 def install_values(con: duckdb.DuckDBPyConnection, source: str, root: Path | None = None) -> None:
@@ -466,11 +473,12 @@ def install_values(con: duckdb.DuckDBPyConnection, source: str, root: Path | Non
         nothing.write_text("")
         con.execute("SET VARIABLE result_files = ?", [[str(nothing)]])
         for model in compact_models:
-            if model.name != OCCASIONS_TABLE:
-                con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
-    con.execute(f"INSERT INTO result_values BY NAME SELECT * FROM {source}")
-    [model] = [m for m in compact_models if m.name == OCCASIONS_TABLE]
-    con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+            con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+    con.execute(f"INSERT INTO {VALUES_TABLE} BY NAME SELECT * FROM {source}")
+    # what is made from result_values (occasion_measurements, the per-run tables), made again
+    after_values = compact_models[[m.name for m in compact_models].index(VALUES_TABLE) + 1 :]
+    for model in after_values:
+        con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
 
 
 def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dict]) -> None:
@@ -569,10 +577,11 @@ PER_RESULT_TABLES = {"result_rows", "measurements", "anomaly_outliers"}
 
 
 def output_tables(root: Path | None = None, extra_tables: Sequence[str] = ()) -> list[str]:
-    """The tables written out: the campaign's models but the per-result ones, then ``extra_tables``
-    (made by ``after`` steps)."""
+    """The tables written out: the per-run ones the compacts hold (PER_RUN_TABLES), the campaign's
+    models but the per-result ones, then ``extra_tables`` (made by ``after`` steps)."""
     _, campaign_models = compaction_models(discover_models(root))
-    return [m.name for m in campaign_models if m.name not in INTERNAL_TABLES | PER_RESULT_TABLES] + list(extra_tables)
+    campaign = [m.name for m in campaign_models if m.name not in INTERNAL_TABLES | PER_RESULT_TABLES]
+    return list(PER_RUN_TABLES) + campaign + list(extra_tables)
 
 
 def write_parquet(

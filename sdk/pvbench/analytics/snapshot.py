@@ -6,8 +6,8 @@ The snapshot holds the same rows in one file per table, each row with the run wh
 came from (``compact_campaign``, ``compact_run``):
 
     snapshot/campaign=<c>/manifest.json        format, generation, {run: compact version}
-    snapshot/campaign=<c>/<generation>/documents.parquet, result_rows.parquet,
-                                      occasion_measurements.parquet, failures.parquet
+    snapshot/campaign=<c>/<generation>/documents.parquet, failures.parquet and the compact
+                                      tables' (result_rows.parquet, occasion_measurements.parquet, …)
 
 The runs' compacts stay what counts. A run is read from the snapshot only while its compact's
 version (the ETag or mtime of its documents.parquet, written last by a compaction) is the one the
@@ -39,15 +39,14 @@ from typing import Iterable
 
 import duckdb
 
-from pvbench.analytics.compact import COMPACT_FORMAT, DOCUMENT_COLUMNS, S3_READERS, Compact
+from pvbench.analytics.compact import COMPACT_FORMAT, COMPACT_TABLES, DOCUMENT_COLUMNS, S3_READERS, Compact
 from pvbench.analytics.tables import FAILURES_COLUMNS
 from pvbench.store import S3Store, Store
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
-    COMPACT_OCCASIONS_FILE,
-    COMPACT_ROWS_FILE,
     SNAPSHOT_MANIFEST,
+    compact_table_file,
     snapshot_prefix,
 )
 
@@ -67,12 +66,11 @@ GENERATION_TIME = "%Y%m%dT%H%M%S%fZ"  # a generation is named for when it was wr
 # Rows per row group of a snapshot file: several groups, so DuckDB reads one with all its threads.
 ROW_GROUP_SIZE = 50_000
 
-# The tables every campaign reads its compacts into (each with compact_campaign, compact_run), and
-# the file of a run's compact (and of the snapshot) that holds each.
+# The tables every campaign reads its compacts into (compact_<table>, each with compact_campaign,
+# compact_run), and the file of a run's compact (and of the snapshot) that holds each.
 COMPACT_FILES = {
     "compact_documents": COMPACT_DOCUMENTS_FILE,
-    "compact_rows": COMPACT_ROWS_FILE,
-    "compact_occasions": COMPACT_OCCASIONS_FILE,
+    **{f"compact_{table}": compact_table_file(table) for table in COMPACT_TABLES},
     "compact_failures": COMPACT_FAILURES_FILE,
 }
 # Their columns where a compact may have no such file (a run without failures) or there is none.
@@ -117,7 +115,7 @@ def read_manifest(store: Store, campaign: str) -> Manifest | None:
 
 
 def load_compacts(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> Loaded:
-    """Tables compact_documents, compact_rows, compact_occasions and compact_failures: the rows
+    """Tables compact_documents, compact_failures and compact_<table> of each COMPACT_TABLES: the rows
     of the given runs' compacts, from the snapshot where it holds them, else from their own files."""
     loaded = Loaded()
     for campaign in sorted({c.campaign for c in compacts}):

@@ -25,10 +25,15 @@ import re
 RESULTS_ROOT = "results"
 ANALYTICS_ROOT = "analytics"
 COMPACT_ROOT = "compact"
-COMPACT_ROWS_FILE = "result_rows.parquet"
-COMPACT_OCCASIONS_FILE = "occasion_measurements.parquet"
 COMPACT_DOCUMENTS_FILE = "documents.parquet"
 COMPACT_FAILURES_FILE = "failures.parquet"
+
+
+def compact_table_file(table: str) -> str:
+    """The file of a run's compact (and of a campaign's snapshot) that holds one of its tables."""
+    return f"{table}.parquet"
+
+
 # beside compact/, not in it: the Argo step downloads compact/campaign=<c>/ whole and has no use for it
 SNAPSHOT_ROOT = "snapshot"
 SNAPSHOT_MANIFEST = "manifest.json"
