@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Callable
 
 from pvbench.stats.compare import CompareSettings, Comparison, compare_many
@@ -123,8 +124,9 @@ def group_values(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
     """Rows grouped by the match keys, and inside each group by occasion (run × occasion). A row
     holds one ``value``, or the ``values`` of an occasion already grouped (the report's rows)."""
     groups: dict[tuple, dict] = {}
+    key_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))  # a tuple, always
     for row in rows:
-        key = tuple(row[k] for k in keys)
+        key = key_of(row)
         g = groups.get(key)
         if g is None:  # better, unit and title are the metric's, the same on every row of a group
             g = groups[key] = {
