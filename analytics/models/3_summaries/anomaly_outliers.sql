@@ -23,25 +23,17 @@
 -- A value that differs from others that are all identical (s₍₋ᵢ₎ = 0, e.g. rate-limited fio) is an
 -- outlier by any measure: t is infinite. Tukey's fences over the cell (Q1 − 1.5·IQR, Q3 + 1.5·IQR)
 -- ride along for the box plots.
--- The occasions (n, mean, ss) are occasion_measurements' rows, made when each run was compacted.
-with occasions as (
-    select
-        campaign, storage_class, profile, workload, direction, metric, run, occasion,
-        n as n_occasion,
-        mean as occasion_mean,
-        list_aggregate(list_transform(observations, o -> o.value), 'median') as occasion_median,
-        ss as occasion_ss
-    from occasion_measurements
-),
-cells as (
+-- The occasions (n, mean, ss) are occasion_measurements' rows, made when each run was compacted;
+-- each value is read from its occasion's row (no join of every value with its occasion).
+with cells as (
     select
         campaign, storage_class, profile, workload, direction, metric,
-        sum(n_occasion)::bigint as n,
+        sum(n)::bigint as n,
         count(*) as n_occasions,
-        sum(occasion_ss) as ss_within,
-        coalesce(sum(n_occasion) filter (where n_occasion >= 3), 0)::bigint as n_judged,
-        (sum(n_occasion) - count(*) - 1)::bigint as df
-    from occasions
+        sum(ss) as ss_within,
+        coalesce(sum(n) filter (where n >= 3), 0)::bigint as n_judged,
+        (sum(n) - count(*) - 1)::bigint as df
+    from occasion_measurements
     group by campaign, storage_class, profile, workload, direction, metric
 ),
 -- the cell's median and quartiles: the summary's (computed there once, over the same values)
@@ -54,14 +46,23 @@ cutoffs as (
     select n_judged, df, t_quantile(1 - s.outlier_alpha / (2 * n_judged), df) as t_critical
     from (select distinct n_judged, df from cells where n_judged > 0 and df >= 1) d, settings s
 ),
+-- each value with its occasion's n, mean and median: unnested from the occasion's row, which has them
+values_in_occasions as (
+    select
+        campaign, run, occasion, storage_class, profile, workload, workload_title, direction, metric,
+        unit, better, is_headline,
+        n as n_occasion,
+        mean as occasion_mean,
+        list_aggregate(list_transform(observations, o -> o.value), 'median') as occasion_median,
+        unnest(observations) as o
+    from occasion_measurements
+),
 located as (
     select
-        m.*,
+        m.* exclude (o), m.o.rep as rep, m.o.value as value, m.o.started_at as started_at,
         c.n, c.n_occasions, c.n_judged, c.df, c.ss_within, k.t_critical,
-        o.n_occasion, o.occasion_mean, o.occasion_median,
         q.cell_median, q.q1, q.q3
-    from measurements m
-    join occasions o using (campaign, storage_class, profile, workload, direction, metric, run, occasion)
+    from values_in_occasions m
     join cells c using (campaign, storage_class, profile, workload, direction, metric)
     join cell_quantiles q using (campaign, storage_class, profile, workload, direction, metric)
     left join cutoffs k on k.n_judged = c.n_judged and k.df = c.df

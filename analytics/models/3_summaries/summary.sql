@@ -10,11 +10,17 @@
 -- ci_basis says it covers repetition noise only.
 -- Computed from the occasions' rows (occasion_measurements: n, mean and ss of each run × occasion),
 -- merged exactly; the quantiles from the occasions' observations.
-with occasions as (
-    select *,
-        sum(n * mean) over cell / sum(n) over cell as grand_mean
+with cell_means as (
+    select campaign, storage_class, profile, workload, direction, metric, sum(n * mean) / sum(n) as grand_mean
     from occasion_measurements
-    window cell as (partition by campaign, storage_class, profile, workload, direction, metric)
+    group by campaign, storage_class, profile, workload, direction, metric
+),
+occasions as (
+    -- each occasion beside its cell's grand mean (a group and a join: a window over every
+    -- occasion row sorted them all, a third of the model's time at 100,000 results)
+    select o.*, c.grand_mean
+    from occasion_measurements o
+    join cell_means c using (campaign, storage_class, profile, workload, direction, metric)  -- never null
 ),
 stats as (
     select

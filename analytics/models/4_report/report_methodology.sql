@@ -1,16 +1,12 @@
 -- report_methodology: the methodology page, filled from the data (Papadopoulos et al. 2021:
 -- setup description, units, design, confidence, cost). Rows of (section, item, value), in order.
 with rr as (
-    -- the columns this page reads (result_rows is wide; the compacts are read column by column)
+    -- the columns this page reads (result_rows is wide; the compacts are read column by column).
+    -- Every per-document fact below is a distinct set, so the rows need not be one per document.
     select campaign, run, occasion, storage_class, profile, workload, direction, cell_order, started_at,
            provisioner, filesystem, node, host, source, platform, seed, pvbench_version, fio_version,
-           kernel, kubernetes_version, ramp_s, runtime_s, size_bytes, source_key
+           kernel, kubernetes_version, ramp_s, runtime_s, size_bytes
     from result_rows
-),
-docs as (
-    -- one row per document (result_rows has one per direction)
-    select distinct source_key, campaign, seed, platform, ramp_s, runtime_s, size_bytes
-    from rr
 ),
 cells as (
     select campaign, storage_class, profile, workload, direction, count(*) as n,
@@ -34,7 +30,7 @@ rows as (
            string_agg(distinct source, ', ' order by source) from rr group by campaign
     union all
     select campaign, 1, 'setup', 21, 'platform (imported)', string_agg(distinct platform, ', ' order by platform)
-    from docs where platform is not null group by campaign
+    from rr where platform is not null group by campaign
     union all
     select campaign, 1, 'setup', 30, 'versions',
            'pvbench ' || coalesce(string_agg(distinct pvbench_version, ', ' order by pvbench_version), '?')
@@ -68,13 +64,14 @@ rows as (
            case when count(cell_order) = 0 then 'not recorded (imported results)'
                 else 'randomized interleaving of all storage classes within each repetition round (order recorded in every result)'
            end
-             || coalesce('; seed ' || (select string_agg(distinct seed, ', ' order by seed) from docs d where d.campaign = rr.campaign and seed is not null), '')
+             || coalesce('; seed ' || (select string_agg(distinct seed, ', ' order by seed) from rr d where d.campaign = rr.campaign and seed is not null), '')
     from rr group by campaign
     union all
     select campaign, 2, 'design', 50, 'timing',
            coalesce(string_agg(distinct printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576), '; ' order by printf('ramp %gs + %gs measured, file %d MiB', ramp_s, runtime_s, size_bytes // 1048576)),
                     'not recorded')
-    from docs group by campaign
+    -- the distinct settings first: a printf per setting, not per result
+    from (select distinct campaign, ramp_s, runtime_s, size_bytes from rr) group by campaign
     -- units
     union all
     -- the metrics measured, in the catalog's order, as the metric catalog describes them

@@ -133,11 +133,14 @@ def list_runs(store: Store, campaign: str | None, run: str | None = None) -> dic
     return {where: RunListing(where[0], where[1], tuple(objs)) for where, objs in sorted(grouped.items())}
 
 
-def list_compacts(store: Store, campaign: str | None) -> dict[tuple[str, str], Compact]:
-    """The runs that have a compact (its rows and its documents table); ``complete`` says whether
-    it has every file this pvbench makes."""
+def list_compacts(store: Store, campaign: str | None, run: str | None = None) -> dict[tuple[str, str], Compact]:
+    """The runs that have a compact (its rows and its documents table), or only ``run``'s;
+    ``complete`` says whether it has every file this pvbench makes."""
     files: dict[tuple[str, str], dict[str, str]] = {}
-    for obj in store.list_objects(compact_prefix(campaign)):
+    prefix = (
+        compact_prefix(campaign, run) + "/" if campaign is not None and run is not None else compact_prefix(campaign)
+    )
+    for obj in store.list_objects(prefix):
         where = run_of(obj.key)
         # a run's compact is compact/campaign=<c>/run=<r>/<file>; anything else there is not one
         if where is not None and obj.key.split("/")[2].startswith("run=") and obj.key.count("/") == 3:

@@ -307,7 +307,8 @@ def refresh_compacts(
 
         build_compacts(store, todo, compact_models, con, given, announce)
         if todo:  # listed again: the versions of the compacts just made (the campaign's snapshot records them)
-            relisted = list_compacts(store, campaign)
+            one = todo[0] if len(todo) == 1 else None  # the usual addition: its own folder, not the campaign's
+            relisted = list_compacts(store, one.campaign if one else campaign, one.run if one else None)
             for listing in todo:
                 where = (listing.campaign, listing.run)
                 existing[where] = relisted.get(where, Compact(*where))
