@@ -35,7 +35,10 @@ class PathRecordingStore:
 
 
 def manifest(store) -> dict:
-    return json.loads(store.get_bytes(f"{snapshot_prefix('syn')}/{SNAPSHOT_MANIFEST}"))
+    """The manifest, with ``runs``: every run its parts hold (run → compact version)."""
+    body = json.loads(store.get_bytes(f"{snapshot_prefix('syn')}/{SNAPSHOT_MANIFEST}"))
+    body["runs"] = {run: v for part in body["parts"] for run, v in part["runs"].items()}
+    return body
 
 
 def summary_rows(con) -> list[tuple]:
@@ -111,7 +114,8 @@ def test_a_generation_gone_meanwhile_makes_the_runs_be_read_from_their_compacts(
     write(tmp_path, night("n1", 1) + night("n2", 2))
     store = open_store(str(tmp_path))
     aggregate(store, "syn")
-    generation = manifest(store)["generation"]
+    [part] = manifest(store)["parts"]
+    generation = part["generation"]
     shutil.rmtree(tmp_path / snapshot_prefix("syn") / generation)  # another aggregation removed it
     with caplog.at_level(logging.WARNING, logger="pvbench.analytics"):
         con = build_tables(store, "syn", run="n2", extras=False)
@@ -119,17 +123,76 @@ def test_a_generation_gone_meanwhile_makes_the_runs_be_read_from_their_compacts(
     assert "snapshot unreadable" in caplog.text
 
 
-def test_a_superseded_generation_is_removed_an_hour_after_it_was_replaced(tmp_path):
+def test_the_runs_read_on_their_own_become_a_part_and_parts_are_merged(tmp_path, monkeypatch):
+    # LSM-like: past the lag, the runs read on their own are written as one more part (a few runs'
+    # rows, however large the campaign); past MAX_PARTS parts, every part is merged into one
+    monkeypatch.setattr(snapshot, "SNAPSHOT_LAG", 0)
+    monkeypatch.setattr(snapshot, "MAX_PARTS", 2)
+    write(tmp_path, night("n1", 1))
+    store = PathRecordingStore(open_store(str(tmp_path)))
+    aggregate(store, "syn")
+    assert [sorted(p["runs"]) for p in manifest(store)["parts"]] == [["n1"]]
+    write(tmp_path, night("n2", 2))
+    aggregate(store, "syn", run="n2")  # n2 read on its own: written as a second part
+    parts = manifest(store)["parts"]
+    assert [sorted(p["runs"]) for p in parts] == [["n1"], ["n2"]]
+    # both parts are read, and nothing else; the tables count every run once
+    write(tmp_path, night("n3", 3))
+    store.read.clear()
+    con = build_tables(store, "syn", run="n3", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}
+    read = {"/".join(k.split("/")[:3]) for k in store.read if k.startswith(("compact/", "snapshot/"))}
+    assert read == {f"snapshot/campaign=syn/{p['generation']}" for p in parts} | {"compact/campaign=syn/run=n3"}
+    # a third part would exceed MAX_PARTS: every run merged into one part, the old ones dropped
+    aggregate(store, "syn", run="n3")
+    body = manifest(store)
+    assert [sorted(p["runs"]) for p in body["parts"]] == [["n1", "n2", "n3"]]
+    assert set(body["dropped"]) == {p["generation"] for p in parts}  # kept an hour: a reader may be on them
+    assert headline_n(build_tables(store, "syn", run="n3", extras=False)) == {"fast": 9, "slow": 9}
+
+
+def test_a_run_compacted_again_leaves_its_old_part(tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot, "SNAPSHOT_LAG", 0)
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = open_store(str(tmp_path))
+    aggregate(store, "syn")
+    changed = night("n2", 2)[0].model_copy(deep=True)
+    changed.metrics[0].iops = 5000.0
+    write(tmp_path, [changed])
+    con = build_tables(store, "syn", run="n2", extras=False)  # n2 compacted again, read on its own
+    assert con.execute("select max(value) from measurements where metric = 'iops'").fetchone()[0] == 5000.0
+    parts = manifest(store)["parts"]
+    # n2 is in the new part only: the first part's rows of it (the old version) are never read again
+    assert [sorted(p["runs"]) for p in parts] == [["n1"], ["n2"]]
+    con = build_tables(store, "syn", run="n2", extras=False)
+    assert con.execute("select max(value) from measurements where metric = 'iops'").fetchone()[0] == 5000.0
+    assert headline_n(con) == {"fast": 6, "slow": 6}
+
+
+def test_a_dropped_generation_is_removed_an_hour_after_it_was_dropped(tmp_path):
     store = open_store(str(tmp_path))
     now = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
-    names = [f"{now - timedelta(hours=h):{snapshot.GENERATION_TIME}}-{h:08d}" for h in (3, 2, 0)]
-    for name in names:
-        store.put_bytes(f"{snapshot_prefix('syn')}/{name}/result_rows.parquet", b"x")
-    store.put_bytes(f"{snapshot_prefix('syn')}/{SNAPSHOT_MANIFEST}", b"{}")
-    snapshot.remove_superseded(store, "syn", now=now)
-    left = sorted(k.split("/")[2] for k in store.list_keys(snapshot_prefix("syn")))
-    # the oldest was replaced 2 h ago (removed); the middle one only now (kept: a reader may be on it)
-    assert left == sorted([names[1], names[2], SNAPSHOT_MANIFEST])
+    name = {h: f"{now - timedelta(hours=h):{snapshot.GENERATION_TIME}}-{h:08d}" for h in (5, 4, 3, 0)}
+    for generation in name.values():
+        store.put_bytes(f"{snapshot_prefix('syn')}/{generation}/result_rows.parquet", b"x")
+    when = {h: f"{now - timedelta(hours=h):{snapshot.GENERATION_TIME}}" for h in (2, 0)}
+    manifest = snapshot.Manifest(
+        "syn",
+        parts=[snapshot.Part(name[5], {"n1": "v"}), snapshot.Part(name[0], {"n2": "v"})],
+        # name[4] was dropped 2 h ago; name[3] only now (a reader may still be on it)
+        dropped={name[4]: when[2], name[3]: when[0]},
+    )
+    snapshot.remove_superseded(store, manifest, now=now)
+    left = sorted({k.split("/")[2] for k in store.list_keys(snapshot_prefix("syn"))})
+    # the oldest is still a part (kept, however old); name[4] removed and forgotten
+    assert left == sorted([name[5], name[3], name[0]])
+    assert manifest.dropped == {name[3]: when[0]}
+    # a generation no manifest ever named (a writer that stopped before its manifest) goes an hour
+    # after it was written
+    orphan = f"{now - timedelta(hours=2):{snapshot.GENERATION_TIME}}-deadbeef"
+    store.put_bytes(f"{snapshot_prefix('syn')}/{orphan}/result_rows.parquet", b"x")
+    snapshot.remove_superseded(store, manifest, now=now)
+    assert orphan not in {k.split("/")[2] for k in store.list_keys(snapshot_prefix("syn"))}
 
 
 def test_the_snapshot_on_s3(s3_store_url):

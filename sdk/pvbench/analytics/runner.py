@@ -414,11 +414,10 @@ def build_tables(
     # a snapshot that is due is written beside the models (its own cursor; DuckDB releases the GIL)
     writing = None
     if keep_snapshot and not only_run:
-        campaigns = [
-            c for c in sorted({c.campaign for c in compacts}) if snapshot.due(loaded, compacts, c, run is None)
-        ]
-        if campaigns:
-            writing = threading.Thread(target=_write_snapshots, args=(con.cursor(), store, campaigns, compacts))
+        todo = {c: snapshot.due(loaded, compacts, c, run is None) for c in sorted({c.campaign for c in compacts})}
+        todo = {campaign: how for campaign, how in todo.items() if how}
+        if todo:
+            writing = threading.Thread(target=_write_snapshots, args=(con.cursor(), store, todo, compacts, loaded))
             writing.start()
     try:
         run_models(con, campaign_models, before, after)
@@ -429,13 +428,17 @@ def build_tables(
 
 
 def _write_snapshots(
-    cursor: duckdb.DuckDBPyConnection, store: Store, campaigns: list[str], compacts: list[Compact]
+    cursor: duckdb.DuckDBPyConnection,
+    store: Store,
+    todo: dict[str, str],
+    compacts: list[Compact],
+    loaded: snapshot.Loaded,
 ) -> None:
-    """The snapshot only saves reading: one that cannot be written is said, and the campaign's
-    tables are made all the same."""
+    """Write each campaign's snapshot as ``todo`` says (snapshot.due). The snapshot only saves
+    reading: one that cannot be written is said, and the campaign's tables are made all the same."""
     try:
-        for campaign in campaigns:
-            snapshot.write_snapshot(cursor, store, campaign, compacts)
+        for campaign, how in todo.items():
+            snapshot.write_snapshot(cursor, store, campaign, compacts, how, loaded.manifests.get(campaign))
     except Exception as exc:
         log.warning("campaign snapshot not written (%s); the next aggregation reads the runs' compacts", exc)
     finally:

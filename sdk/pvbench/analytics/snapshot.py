@@ -1,26 +1,29 @@
-"""A campaign's snapshot: its runs' compacts merged, one Parquet file per table.
+"""A campaign's snapshot: its runs' compacts merged, a few Parquet files per table.
 
-Reading a campaign from its runs' compacts is three or four reads per run: 400 files at 100 runs,
-and on S3 a GET (and a HEAD) each, which made adding a run to 100,000 results cost 7 s on MinIO.
-The snapshot holds the same rows in one file per table, each row with the run whose compact it
-came from (``compact_campaign``, ``compact_run``):
+Reading a campaign from its runs' compacts is three or more reads per run: hundreds of files at 100
+runs, and on S3 a GET (and a HEAD) each, which made adding a run to 100,000 results cost 7 s on MinIO.
+The snapshot holds the same rows in a few parts, one file per table each, every row with the run
+whose compact it came from (``compact_campaign``, ``compact_run``):
 
-    snapshot/campaign=<c>/manifest.json        format, generation, {run: compact version}
+    snapshot/campaign=<c>/manifest.json        format, parts [{generation, {run: compact version}}],
+                                               generations dropped (and when)
     snapshot/campaign=<c>/<generation>/documents.parquet, failures.parquet and the compact
                                       tables' (result_rows.parquet, occasion_measurements.parquet, …)
 
-The runs' compacts stay what counts. A run is read from the snapshot only while its compact's
-version (the ETag or mtime of its documents.parquet, written last by a compaction) is the one the
-manifest records; a run compacted again since, or one the snapshot does not hold, is read from its
-own compact, and a run whose compact is gone is not read at all. So a snapshot can be out of date,
-never wrong, and losing it loses nothing.
+The runs' compacts stay what counts. A run is read from the part that holds it only while its
+compact's version (the ETag or mtime of its documents.parquet, written last by a compaction) is the
+one the manifest records; a run compacted again since, or one no part holds, is read from its own
+compact, and a run whose compact is gone is not read at all. So a snapshot can be out of date, never
+wrong, and losing it loses nothing.
 
-Like the levels of an LSM tree, the snapshot is not written again for every run: adding a run
-reads the snapshot and the few compacts made since, and the snapshot is written again when more
-than SNAPSHOT_LAG runs are read from their own compacts, or by a full aggregation (``pvbench
-aggregate`` without ``--run``) that finds it out of date. A generation's files are written before
-the manifest that names them; a generation is removed SUPERSEDED_KEPT after a newer one replaced
-it. A reader that finds its generation gone anyway reads every run from its compact.
+Like the levels of an LSM tree, it is not written again for every run. Adding a run reads the parts
+and the few compacts made since; when more than SNAPSHOT_LAG runs are read from their own compacts,
+they are written as one more part (a few runs' rows: cheap whatever the campaign's size), and once
+there would be more than MAX_PARTS parts, every part is merged into one. A full aggregation
+(``pvbench aggregate`` without ``--run``) that finds the snapshot out of date merges too. A part's
+files are written before the manifest that names it; a generation no part names any more is removed
+SUPERSEDED_KEPT after it was dropped. A reader that finds its generation gone anyway reads every run
+from its compact.
 """
 
 from __future__ import annotations
@@ -52,10 +55,14 @@ from pvbench.store.layout import (
 
 log = logging.getLogger("pvbench.analytics")
 
-# Runs read from their own compacts before adding one more writes the snapshot again: adding a
-# run then reads at most this many compacts beside the snapshot, and one in SNAPSHOT_LAG + 1
-# additions pays for writing it (~1 s at 100,000 results).
+# Runs read from their own compacts before adding one more writes them as a part of the snapshot:
+# adding a run then reads at most this many compacts beside the snapshot's parts.
 SNAPSHOT_LAG = 8
+
+# Parts before the next one written merges them all (~1 s at 100,000 results): so one addition in
+# (SNAPSHOT_LAG + 1) · MAX_PARTS rewrites the campaign's rows, and a campaign is read from at most
+# MAX_PARTS files per table beside its newest compacts.
+MAX_PARTS = 4
 
 # A generation is removed this long after a newer one replaced it: an aggregation that read the
 # manifest before (its views read the generation's files until its models are done) has finished.
@@ -81,17 +88,47 @@ _FROM_PATH = r"campaign=([^/]+)/run=([^/]+)/[^/]+$"
 
 
 @dataclass
+class Part:
+    """One generation's files: the rows of ``runs`` (run → the version of its compact they are)."""
+
+    generation: str
+    runs: dict[str, str]
+
+
+@dataclass
 class Manifest:
     campaign: str
-    generation: str
-    runs: dict[str, str]  # run → the version of its compact the snapshot holds
+    parts: list[Part]
+    # generations no part names any more → when they were dropped (removed SUPERSEDED_KEPT later)
+    dropped: dict[str, str] = field(default_factory=dict)
     format: str = COMPACT_FORMAT
 
-    def key(self, file: str) -> str:
-        return f"{snapshot_prefix(self.campaign)}/{self.generation}/{file}"
+    def key(self, generation: str, file: str) -> str:
+        return f"{snapshot_prefix(self.campaign)}/{generation}/{file}"
+
+    def part_of(self, compact: Compact) -> Part | None:
+        """The part that holds the compact as it is (newest first), if one does."""
+        if compact.version is None:
+            return None
+        for part in reversed(self.parts):
+            if part.runs.get(compact.run) == compact.version:
+                return part
+        return None
 
     def holds(self, compact: Compact) -> bool:
-        return compact.version is not None and self.runs.get(compact.run) == compact.version
+        return self.part_of(compact) is not None
+
+    @property
+    def runs(self) -> dict[str, str]:
+        """Every run a part holds, with its version (a newer part's wins)."""
+        return {run: version for part in self.parts for run, version in part.runs.items()}
+
+    def body(self) -> dict:
+        return {
+            "format": self.format,
+            "parts": [{"generation": p.generation, "runs": p.runs} for p in self.parts],
+            "dropped": self.dropped,
+        }
 
 
 @dataclass
@@ -111,7 +148,8 @@ def read_manifest(store: Store, campaign: str) -> Manifest | None:
         return None
     if not isinstance(data, dict) or data.get("format") != COMPACT_FORMAT:
         return None  # another pvbench's: its rows lack columns, like a compact of another format
-    return Manifest(campaign, str(data["generation"]), dict(data["runs"]))
+    parts = [Part(str(p["generation"]), dict(p["runs"])) for p in data.get("parts", [])]
+    return Manifest(campaign, parts, dict(data.get("dropped", {})))
 
 
 def load_compacts(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> Loaded:
@@ -136,6 +174,20 @@ def load_compacts(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[C
         _create(con, store, loaded)
     log.debug("read %d runs from snapshots, %d from their compacts", len(loaded.from_snapshot), len(loaded.own))
     return loaded
+
+
+def _held(loaded: Loaded) -> list[tuple[Manifest, Part, list[str]]]:
+    """Each part that holds runs read from it, with those runs."""
+    held: dict[tuple[str, str], list[str]] = {}
+    for c in loaded.from_snapshot:
+        part = loaded.manifests[c.campaign].part_of(c)
+        held.setdefault((c.campaign, part.generation), []).append(c.run)
+    return [
+        (manifest, part, held[(campaign, part.generation)])
+        for campaign, manifest in loaded.manifests.items()
+        for part in manifest.parts
+        if (campaign, part.generation) in held
+    ]
 
 
 def _sql(value: str | list[str]) -> str:
@@ -165,10 +217,10 @@ def _local_copies(con: duckdb.DuckDBPyConnection, store: Store, keys: list[str])
 
 
 def _create(con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded) -> None:
+    held = _held(loaded)
     snapshot_keys = {
-        (campaign, file): manifest.key(file)
-        for campaign, manifest in loaded.manifests.items()
-        if any(c.campaign == campaign for c in loaded.from_snapshot)
+        (manifest.campaign, part.generation, file): manifest.key(part.generation, file)
+        for manifest, part, _ in held
         for file in COMPACT_FILES.values()
     }
     own_keys = {
@@ -178,11 +230,9 @@ def _create(con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded) -> Non
     local = _local_copies(con, store, [*snapshot_keys.values(), *(k for keys in own_keys.values() for k in keys)])
     for table, file in COMPACT_FILES.items():
         parts = []
-        for campaign in loaded.manifests:
-            runs = [c.run for c in loaded.from_snapshot if c.campaign == campaign]
-            if runs:
-                path = _sql(local[snapshot_keys[(campaign, file)]])
-                parts.append(f"SELECT * FROM read_parquet({path}) WHERE list_contains({_sql(runs)}, compact_run)")
+        for manifest, part, runs in held:
+            path = _sql(local[snapshot_keys[(manifest.campaign, part.generation, file)]])
+            parts.append(f"SELECT * FROM read_parquet({path}) WHERE list_contains({_sql(runs)}, compact_run)")
         if own_keys[file]:
             paths = _sql([local[k] for k in own_keys[file]])
             parts.append(
@@ -212,48 +262,85 @@ def held_documents(
 ) -> dict[tuple[str, str], set[tuple[str, int, str]]]:
     """What each run's compact read (key, size, version of its result.json documents), for the runs
     the campaign's snapshot holds as they are: checking a 100-run campaign for changes then reads
-    one file, not every run's documents.parquet."""
+    a few files, not every run's documents.parquet."""
     held: dict[tuple[str, str], set[tuple[str, int, str]]] = {}
     for campaign in sorted({c for c, _ in compacts}):
         manifest = read_manifest(store, campaign)
-        runs = [c.run for (cc, _), c in compacts.items() if cc == campaign and manifest and manifest.holds(c)]
-        if not runs:
+        if manifest is None:
             continue
-        try:
-            rows = con.execute(
-                "SELECT compact_run, source_key, size, version FROM read_parquet(?) WHERE list_contains(?, compact_run)",
-                [store.duckdb_path(manifest.key(COMPACT_DOCUMENTS_FILE)), runs],
-            ).fetchall()
-        except duckdb.Error:  # replaced meanwhile: each run's own documents are read instead
-            continue
-        for run in runs:
-            held[(campaign, run)] = set()
-        for run, key, size, version in rows:
-            held[(campaign, run)].add((key, int(size), version))
+        by_part: dict[str, list[str]] = {}
+        for (cc, run), c in compacts.items():
+            part = manifest.part_of(c) if cc == campaign else None
+            if part is not None:
+                by_part.setdefault(part.generation, []).append(run)
+        for generation, runs in by_part.items():
+            try:
+                rows = con.execute(
+                    "SELECT compact_run, source_key, size, version FROM read_parquet(?)"
+                    " WHERE list_contains(?, compact_run)",
+                    [store.duckdb_path(manifest.key(generation, COMPACT_DOCUMENTS_FILE)), runs],
+                ).fetchall()
+            except duckdb.Error:  # replaced meanwhile: each run's own documents are read instead
+                continue
+            for run in runs:
+                held[(campaign, run)] = set()
+            for run, key, size, version in rows:
+                held[(campaign, run)].add((key, int(size), version))
     return held
 
 
-def due(loaded: Loaded, compacts: Iterable[Compact], campaign: str, full: bool) -> bool:
-    """Is the campaign's snapshot to be written again? When none is usable, when more than
-    SNAPSHOT_LAG runs were read from their own compacts, or (``full``: every run was listed and
-    checked) when it differs at all from the runs as they are."""
+# What due() asks write_snapshot to do.
+PART = "part"  # write the runs read on their own as one more part
+MERGE = "merge"  # write every run as one part, replacing the others
+
+
+def due(loaded: Loaded, compacts: Iterable[Compact], campaign: str, full: bool) -> str | None:
+    """Is the campaign's snapshot to be written, and how? MERGE when none is usable, or (``full``:
+    every run was listed and checked) when it differs at all from the runs as they are; when more
+    than SNAPSHOT_LAG runs were read from their own compacts, PART, or MERGE once there are
+    MAX_PARTS parts already. None: nothing to write."""
     manifest = loaded.manifests.get(campaign)
     current = {c.run: c.version for c in compacts if c.campaign == campaign}
-    if manifest is None:
-        return True
+    if manifest is None or (full and manifest.runs != current):
+        return MERGE
     own = sum(1 for c in loaded.own if c.campaign == campaign)
-    return own > SNAPSHOT_LAG or (full and manifest.runs != current)
+    if own > SNAPSHOT_LAG:
+        return PART if len(manifest.parts) < MAX_PARTS else MERGE
+    return None
 
 
 def write_snapshot(
-    con: duckdb.DuckDBPyConnection, store: Store, campaign: str, compacts: Iterable[Compact]
+    con: duckdb.DuckDBPyConnection,
+    store: Store,
+    campaign: str,
+    compacts: Iterable[Compact],
+    how: str = MERGE,
+    manifest: Manifest | None = None,
+    now: datetime | None = None,
 ) -> Manifest:
-    """Write the campaign's rows of the compact_* tables as a new generation, then its manifest,
-    then remove the generations replaced long enough ago (remove_superseded). Only runs whose
-    compact version is known are written."""
-    runs = {c.run: c.version for c in compacts if c.campaign == campaign and c.version is not None}
-    generation = f"{datetime.now(timezone.utc):{GENERATION_TIME}}-{uuid.uuid4().hex[:8]}"
-    manifest = Manifest(campaign, generation, runs)
+    """Write the campaign's rows of the compact_* tables as a new generation, then the manifest
+    that names it, then remove the generations dropped long enough ago (remove_superseded). Only
+    runs whose compact version is known are written.
+
+    ``how``: MERGE writes every run into one part, which replaces the others; PART writes the runs
+    that no part of ``manifest`` (the one read) holds as they are, beside its parts."""
+    compacts = [c for c in compacts if c.campaign == campaign and c.version is not None]
+    runs = {c.run: c.version for c in compacts}
+    now = now or datetime.now(timezone.utc)
+    generation = f"{now:{GENERATION_TIME}}-{uuid.uuid4().hex[:8]}"
+    old = manifest.parts if manifest is not None and how == PART else []
+    new_runs = {c.run: c.version for c in compacts if manifest is None or how == MERGE or not manifest.holds(c)}
+    kept = []
+    for part in old:  # a run is in one part: the one that holds it as it is; a part of none is dropped
+        still = {r: v for r, v in part.runs.items() if runs.get(r) == v and r not in new_runs}
+        if still:
+            kept.append(Part(part.generation, still))
+    named = {p.generation for p in kept} | {generation}
+    dropped = dict(manifest.dropped) if manifest is not None else {}
+    for part in manifest.parts if manifest is not None else []:
+        if part.generation not in named:
+            dropped.setdefault(part.generation, f"{now:{GENERATION_TIME}}")
+    written = Manifest(campaign, [*kept, Part(generation, new_runs)], dropped)
     parquet = "application/vnd.apache.parquet"
     with tempfile.TemporaryDirectory(prefix="pvbench-snapshot-") as tmp:
         for table, file in COMPACT_FILES.items():
@@ -261,31 +348,38 @@ def write_snapshot(
             con.execute(
                 f"COPY (SELECT * FROM {table} WHERE compact_campaign = ? AND compact_run IN (SELECT unnest(?)))"
                 f" TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_SIZE})",
-                [campaign, list(runs)],
+                [campaign, list(new_runs)],
             )
-            store.put_bytes(manifest.key(file), path.read_bytes(), content_type=parquet)
-    body = {"format": manifest.format, "generation": generation, "runs": runs}
-    store.put_bytes(f"{snapshot_prefix(campaign)}/{SNAPSHOT_MANIFEST}", json.dumps(body, indent=1).encode())
-    remove_superseded(store, campaign)
-    log.debug("campaign %s: snapshot %s of %d runs written", campaign, generation, len(runs))
-    return manifest
+            store.put_bytes(written.key(generation, file), path.read_bytes(), content_type=parquet)
+    remove_superseded(store, written, now)  # before the manifest is written: it says what is left
+    store.put_bytes(f"{snapshot_prefix(campaign)}/{SNAPSHOT_MANIFEST}", json.dumps(written.body(), indent=1).encode())
+    log.debug("campaign %s: snapshot part %s of %d runs written (%s)", campaign, generation, len(new_runs), how)
+    return written
 
 
-def remove_superseded(store: Store, campaign: str, now: datetime | None = None) -> None:
-    """Remove the files of every generation that a newer one replaced more than SUPERSEDED_KEPT ago."""
-    prefix = f"{snapshot_prefix(campaign)}/"
+def remove_superseded(store: Store, manifest: Manifest, now: datetime | None = None) -> None:
+    """Remove the files of every generation no part of ``manifest`` names that was dropped (or, if
+    it was never named, written) more than SUPERSEDED_KEPT ago; forget the dropped ones removed."""
+    prefix = f"{snapshot_prefix(manifest.campaign)}/"
     files: dict[str, list[str]] = {}
     for key in store.list_keys(prefix):
         rest = key[len(prefix) :]
         if "/" in rest:
             files.setdefault(rest.split("/", 1)[0], []).append(key)
     now = now or datetime.now(timezone.utc)
-    generations = sorted(files)
-    for older, newer in zip(generations, generations[1:]):
+    named = {p.generation for p in manifest.parts}
+    for generation, keys in files.items():
+        if generation in named:
+            continue
+        since = manifest.dropped.get(generation, generation.split("-", 1)[0])
         try:
-            replaced = datetime.strptime(newer.split("-", 1)[0], GENERATION_TIME).replace(tzinfo=timezone.utc)
+            when = datetime.strptime(since, GENERATION_TIME).replace(tzinfo=timezone.utc)
         except ValueError:  # not a generation this pvbench named
             continue
-        if now - replaced > SUPERSEDED_KEPT:
-            for key in files[older]:
+        if now - when > SUPERSEDED_KEPT:
+            for key in keys:
                 store.delete(key)
+            manifest.dropped.pop(generation, None)
+    for generation in list(manifest.dropped):  # dropped, and gone already
+        if generation not in files:
+            del manifest.dropped[generation]
