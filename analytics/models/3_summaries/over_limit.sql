@@ -3,15 +3,25 @@
 -- A limit on the 'total' applies to read + write of one result (a cloud disk's IOPS cap is
 -- shared), 'read'/'write' to that direction. The most specific matching pattern wins
 -- (an exact class name beats a glob like '*').
-with per_result as (
+with limited as (
+    -- the classes some declared pattern matches: only their results are checked (none declared, as
+    -- in most campaigns, and nothing is read but the class column)
+    select distinct r.storage_class
+    from (select distinct storage_class from result_rows) r
+    join storage_class_limits lim on r.storage_class like lim.like_pattern escape '\'
+),
+checked as (
+    select * from result_rows where storage_class in (select storage_class from limited)
+),
+per_result as (
     select campaign, run, occasion, storage_class, profile, workload, any_value(workload_title) as workload_title,
            rep, source_key, 'total' as direction, sum(iops) as iops, sum(bw_mib_s) as bw_mib_s
-    from result_rows
+    from checked
     group by campaign, run, occasion, storage_class, profile, workload, rep, source_key
     union all
     select campaign, run, occasion, storage_class, profile, workload, workload_title,
            rep, source_key, direction, iops, bw_mib_s
-    from result_rows
+    from checked
 ),
 long as (
     unpivot per_result on iops, bw_mib_s into name metric value value
