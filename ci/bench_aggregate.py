@@ -7,8 +7,11 @@ loopback, prints:
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>` (the snapshot
             the full aggregation wrote is read, and that run's compact beside it)
-  … snapshot  the same for the run that makes more than SNAPSHOT_LAG runs read beside the snapshot:
-            that aggregation writes the snapshot again (one addition in SNAPSHOT_LAG + 1)
+  … part    the same for the run that makes more than SNAPSHOT_LAG runs read beside the snapshot:
+            that aggregation writes them as one more part of it (one addition in SNAPSHOT_LAG + 1)
+  … merge   one more addition that merges every part into one (one addition in
+            (SNAPSHOT_LAG + 1) · MAX_PARTS does): run with SNAPSHOT_LAG = 0 and MAX_PARTS = 1 set
+            in its process, so this one addition does it; the merge itself is the shipped code's
   report    `pvbench report build` of the campaign's tables (local store, smallest and largest N:
             the build does not depend on the store, and its fixed cost is most of it)
 with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
@@ -118,10 +121,19 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
-def timed(args: list[str], env: dict) -> tuple[float, float] | None:
+# `pvbench` with the snapshot's thresholds set so that the next addition merges its parts
+MERGING = [
+    sys.executable,
+    "-c",
+    "import sys; from pvbench.analytics import snapshot; snapshot.SNAPSHOT_LAG = 0; snapshot.MAX_PARTS = 1;"
+    " from pvbench.cli.main import app; sys.argv[0] = 'pvbench'; app()",
+]
+
+
+def timed(args: list[str], env: dict, command: list[str] = PVBENCH) -> tuple[float, float] | None:
     """(wall seconds, peak RSS in GiB) of one pvbench command in its own process."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(PVBENCH + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(command + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
     if status != 0:  # said, and shown as failed in the table; the other measurements go on
@@ -171,7 +183,7 @@ def main() -> None:
                     full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
 
-                    def add_run(index: int):
+                    def add_run(index: int, command: list[str] = PVBENCH):
                         write_runs(store, template, index, 1)
                         return timed(
                             [
@@ -186,6 +198,7 @@ def main() -> None:
                                 str(out),
                             ],
                             env,
+                            command,
                         )
 
                     added = add_run(runs)  # the full aggregation wrote the snapshot: one run beside it
@@ -195,14 +208,15 @@ def main() -> None:
                         else False  # not built: the build does not depend on the store
                     )
                     # more runs until more than SNAPSHOT_LAG are read beside the snapshot: the
-                    # last addition writes the snapshot again (one in SNAPSHOT_LAG + 1 does)
+                    # last addition writes them as a part (one in SNAPSHOT_LAG + 1 does)
                     for extra in range(1, SNAPSHOT_LAG):
                         add_run(runs + extra)
-                    rewrote = add_run(runs + SNAPSHOT_LAG)
-                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, rewrote, report))
+                    part = add_run(runs + SNAPSHOT_LAG)
+                    merged = add_run(runs + SNAPSHOT_LAG + 1, MERGING)
+                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, part, merged, report))
                     console.print(
                         f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
-                        f", add run writing the snapshot {shown(rewrote)}"
+                        f", add run writing a part {shown(part)}, add run merging the parts {shown(merged)}"
                         + (f", report {shown(report)}" if kind == "local" and n in (min(sizes), max(sizes)) else "")
                     )
         finally:
@@ -218,11 +232,12 @@ def main() -> None:
         "full ÷ read",
         "verify (nothing new)",
         "add a run",
-        "add a run, snapshot written",
+        "add a run, part written",
+        "add a run, parts merged",
         "report build",
     ):
         table.add_column(col, justify="right")
-    for kind, n, total, read_s, full, verify, added, rewrote, report in rows:
+    for kind, n, total, read_s, full, verify, added, part, merged, report in rows:
         table.add_row(
             kind,
             f"{n:,}",
@@ -232,7 +247,8 @@ def main() -> None:
             f"{full[0] / read_s:.1f}×" if full else "–",
             shown(verify),
             shown(added),
-            shown(rewrote),
+            shown(part),
+            shown(merged),
             "–" if report is False else shown(report),
         )
     console.print(table)
