@@ -158,3 +158,19 @@ def test_local_listing_in_threads_is_in_key_order_like_s3(tmp_path, monkeypatch)
             assert listed == sorted(
                 listed, key=lambda k: [(i != k.count("/"), part) for i, part in enumerate(k.split("/"))]
             )
+
+
+def test_local_delete_leaves_no_empty_folders_and_keeps_the_root(tmp_path):
+    # removed snapshot generations must not leave a folder each behind in a local store
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("snapshot/campaign=c/g1/a.parquet", b"x")
+    store.put_bytes("snapshot/campaign=c/g1/b.parquet", b"x")
+    store.put_bytes("snapshot/campaign=c/manifest.json", b"{}")
+    store.delete("snapshot/campaign=c/g1/a.parquet")
+    assert (tmp_path / "store/snapshot/campaign=c/g1").is_dir()  # b is still there
+    store.delete("snapshot/campaign=c/g1/b.parquet")
+    assert not (tmp_path / "store/snapshot/campaign=c/g1").exists()
+    assert (tmp_path / "store/snapshot/campaign=c/manifest.json").exists()
+    store.delete("snapshot/campaign=c/manifest.json")
+    store.delete("snapshot/campaign=c/not-there.json")  # no error
+    assert (tmp_path / "store").is_dir() and not any((tmp_path / "store").iterdir())

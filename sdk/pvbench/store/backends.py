@@ -123,10 +123,21 @@ class LocalStore:
         return self._path(key).is_file()
 
     def delete(self, key: str) -> None:
+        """Remove the file, then its folders up to the store's root while they are empty (an S3
+        prefix has no folders to leave behind; a local store would keep one per removed snapshot
+        generation)."""
+        path = self._path(key)
         try:
-            self._path(key).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot remove {self._path(key)}: {exc.strerror or exc}") from exc
+            raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+        for folder in path.parents:
+            if folder == self.root or self.root not in folder.parents:
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or gone): the folders above are not either
+                break
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         return (obj.key for obj in self.list_objects(prefix))
