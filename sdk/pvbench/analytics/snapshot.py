@@ -64,8 +64,9 @@ SNAPSHOT_LAG = 8
 # MAX_PARTS files per table beside its newest compacts.
 MAX_PARTS = 4
 
-# A generation is removed this long after a newer one replaced it: an aggregation that read the
-# manifest before (its views read the generation's files until its models are done) has finished.
+# A generation is removed this long after the manifest stopped naming it (or, if none ever did, after
+# it was written): an aggregation that read the manifest before (its views read the generation's
+# files until its models are done) has finished.
 SUPERSEDED_KEPT = timedelta(hours=1)
 
 GENERATION_TIME = "%Y%m%dT%H%M%S%fZ"  # a generation is named for when it was written (then a random part)
