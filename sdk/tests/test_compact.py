@@ -255,3 +255,56 @@ def test_a_compact_of_an_older_format_is_rebuilt_when_another_run_is_added(tmp_p
     assert old.exists()
     con = build_tables(store, "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
+
+
+def _compact_file(store_root, run: str, table: str) -> str:
+    return str(store_root / "compact" / "campaign=syn" / f"run={run}" / f"{table}.parquet")
+
+
+def _differing_rows(a: str, b: str) -> int:
+    """Rows of one Parquet file missing from the other, both ways (duplicates counted)."""
+    con = connect(None)
+    return con.execute(
+        "SELECT (SELECT count(*) FROM (FROM read_parquet($a) EXCEPT ALL FROM read_parquet($b)))"
+        " + (SELECT count(*) FROM (FROM read_parquet($b) EXCEPT ALL FROM read_parquet($a)))",
+        {"a": a, "b": b},
+    ).fetchone()[0]
+
+
+def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, monkeypatch):
+    # a full aggregation puts several runs through the compaction models at once (their statements'
+    # fixed cost paid once); each run's compact must be what compacting it alone makes. A run that
+    # holds a copy of another run's document (elsewhere than its identity's key) goes alone.
+    import shutil
+
+    from pvbench.analytics import compact
+
+    runs = night("n1", 1) + night("n2", 2) + night("n3", 3)
+    together, alone = tmp_path / "together", tmp_path / "alone"
+    for root in (together, alone):
+        write(root, runs)
+        key = runs[0].identity.result_key()  # n1's first document, copied into n3's folder
+        copy = root / key.replace("run=n1", "run=n3").replace("night-1", "night-1-copy")
+        copy.parent.mkdir(parents=True)
+        shutil.copyfile(root / key, copy)
+    passes: list[list[str]] = []
+    original = compact.write_compacts
+
+    def recording(store, reads, *args, **kwargs):
+        passes.append([r.listing.run for r in reads])
+        return original(store, reads, *args, **kwargs)
+
+    monkeypatch.setattr(compact, "write_compacts", recording)
+    aggregate(open_store(str(together)), "syn")
+    assert passes == [["n1", "n2"], ["n3"]]  # n3 holds a copy: on its own
+    passes.clear()
+    monkeypatch.setattr(compact, "BATCH_RUNS", 1)
+    aggregate(open_store(str(alone)), "syn")
+    assert passes == [["n1"], ["n2"], ["n3"]]
+    for run in ("n1", "n2", "n3"):
+        for table in compact.COMPACT_TABLES:
+            made = _compact_file(together, run, table), _compact_file(alone, run, table)
+            assert _differing_rows(*made) == 0, (run, table)
+    n3_rows = _compact_file(together, "n3", "result_rows")
+    n3 = connect(None).execute("SELECT count(DISTINCT source_key) FROM read_parquet(?)", [n3_rows]).fetchone()[0]
+    assert n3 == 6 + 1  # its own and the copy
