@@ -222,7 +222,6 @@ class ReadRun:
     listing: RunListing
     folder: tempfile.TemporaryDirectory
     documents: list[dict]
-    valid: int
     # the run labels of its valid documents (one, unless labels differ but slug alike: refused)
     runs: set[str] = field(default_factory=set)
     # valid documents that are not at the key their identity gives them (a copy kept elsewhere)
@@ -241,7 +240,7 @@ def read_run(store: Store, listing: RunListing) -> ReadRun:
     the batch with their source_key and cell_key in front.
     """
     folder = tempfile.TemporaryDirectory(prefix="pvbench-compact-")
-    read = ReadRun(listing, folder, [], 0)
+    read = ReadRun(listing, folder, [])
     with read.batch.open("wb") as out:
         for obj, content in _contents(store, listing.objects):
             row = {
@@ -262,7 +261,6 @@ def read_run(store: Store, listing: RunListing) -> ReadRun:
                     row["cell_key"] = doc.identity.result_key()
                     head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
                     out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
-                    read.valid += 1
                     read.runs.add(doc.identity.run)
                     read.misplaced += row["cell_key"] != obj.key
             read.documents.append(row)

@@ -158,14 +158,14 @@ def hodges_lehmann(baseline: np.ndarray, candidate: np.ndarray) -> float:
     values a side, and every difference of two such sides is hundreds of MB and seconds. The
     middle differences are found in a window of the sorted sides instead (_middle_differences)."""
     n_pairs = len(baseline) * len(candidate)
-    if n_pairs <= ALL_DIFFERENCES_UP_TO:
-        return float(np.median(candidate[:, None] - baseline[None, :]))
-    b, c = np.sort(baseline), np.sort(candidate)
-    ranks = [n_pairs // 2] if n_pairs % 2 else [n_pairs // 2 - 1, n_pairs // 2]
-    middle = _middle_differences(b, c, ranks)
-    if middle is None:
-        middle = _tied_differences(b, c, ranks)
-    if middle is None:  # many distinct values the window missed (never seen): every difference
+    middle = None
+    if n_pairs > ALL_DIFFERENCES_UP_TO:
+        b, c = np.sort(baseline), np.sort(candidate)
+        ranks = [n_pairs // 2] if n_pairs % 2 else [n_pairs // 2 - 1, n_pairs // 2]
+        middle = _middle_differences(b, c, ranks)
+        if middle is None:
+            middle = _tied_differences(b, c, ranks)
+    if middle is None:  # few pairs, or many distinct values the window missed (never seen)
         return float(np.median(candidate[:, None] - baseline[None, :]))
     return float(np.mean(middle))
 
