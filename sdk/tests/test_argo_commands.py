@@ -226,6 +226,16 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     rows = pq.read_table(out / "report_failures.parquet").to_pylist()
     assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
 
+    # Aggregated again by hand (no --argo-failures: nothing is said about failures), the run's
+    # compact is current and is kept as it is, with the failures the exit handler recorded
+    compact = store / "compact" / "campaign=ci" / "run=wf-1"  # keys are slugs
+    made = {f.name: f.stat().st_mtime_ns for f in compact.iterdir()}
+    again = run("aggregate", "--store", str(store), "--campaign", "CI", "--run", "wf-1", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert {f.name: f.stat().st_mtime_ns for f in compact.iterdir()} == made
+    rows = pq.read_table(out / "report_failures.parquet").to_pylist()
+    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
+
 
 def test_aggregate_with_nothing_stored_says_what_failed(tmp_path):
     proc = run(

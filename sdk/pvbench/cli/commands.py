@@ -187,12 +187,17 @@ def aggregate_cmd(
 
     if run and not campaign:
         fail("--run needs --campaign")
-    try:
-        failures = parse_failures(argo_failures)
-    except FailuresError as exc:
-        fail(str(exc))
+    # Only the exit handler says what failed (--argo-failures, even an empty list: then nothing
+    # did). Without it nothing is said, and --run's compact, if current, is kept with the failures
+    # recorded in it; compacting it again with none would erase them from the report.
+    failures: list[dict] | None = None
+    if argo_failures is not None:
+        try:
+            failures = parse_failures(argo_failures)
+        except FailuresError as exc:
+            fail(str(exc))
     if argo_status:
-        console.print(f"run {run or ''} ended {argo_status}; {len(failures)} failed step(s)")
+        console.print(f"run {run or ''} ended {argo_status}; {len(failures or [])} failed step(s)")
     _aggregate(store, campaign, run, out, limits, failures, snapshot)
 
 
