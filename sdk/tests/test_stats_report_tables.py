@@ -228,11 +228,11 @@ def test_report_tables_match_the_published_contract(thesis):
 
 
 def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):
-    """report_comparisons reads each occasion's headline values as one row (grouped in SQL): the
+    """report_comparisons reads each cell's headline values grouped by occasion (in SQL): the
     verdicts are those of the same comparisons fed one row per value, for every kind (all class
     pairs in the thesis; a reference class beyond six classes, and the last run, synthetic)."""
     from pvbench.stats.sides import MEASUREMENT_COLUMNS
-    from pvbench.stats.tables import _rows, load_settings, report_comparison_rows
+    from pvbench.stats.tables import _cells, cells_of, load_settings, report_comparison_rows
 
     rng = np.random.default_rng(3)
     write(
@@ -278,10 +278,11 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
             dict(zip(MEASUREMENT_COLUMNS + ("started_at",), r))
             for r in con.execute(f"select {cols}, epoch(started_at) from measurements where is_headline").fetchall()
         ]
-        grouped = _rows(con)
+        grouped = _cells(con)
         assert len(grouped) < len(single)
+        assert grouped == cells_of(single)
         kinds = {r["kind"] for r in report_comparison_rows(grouped, settings)}
         assert essentials(report_comparison_rows(grouped, settings)) == essentials(
-            report_comparison_rows(single, settings)
+            report_comparison_rows(cells_of(single), settings)
         )
         assert kinds == ({"storage_class"} if con is thesis else {"storage_class", "run"})

@@ -1,4 +1,5 @@
-"""report_comparisons: the verdict table of the report, computed in Python over ``measurements``.
+"""report_comparisons: the verdict table of the report, computed in Python over the headline
+values of each cell (campaign × storage class × workload × direction × metric) by occasion.
 
 Three kinds of comparison, each a family of its own for Holm's correction:
 
@@ -22,12 +23,14 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
+from dataclasses import dataclass
 from itertools import combinations
+from typing import Callable
 
 from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
-from pvbench.stats.sides import MEASUREMENT_COLUMNS, Side, compare_groups, group_values
+from pvbench.stats.sides import Side, compare_groups
 
 COLUMNS = [
     ("kind", "varchar"),
@@ -84,27 +87,81 @@ COLUMNS = [
 ]
 
 
-def _rows(con) -> list[dict]:
-    """The headline values, one row per occasion (run × occasion) of each class and metric with
-    its sorted ``values``: the occasions' rows as the runs' compacts hold them (occasion_measurements),
-    so 100,000 results come to Python as a few thousand rows. An occasion whose results carry
-    more than one role (rare) is split by role, from its single values."""
-    keys = [c for c in MEASUREMENT_COLUMNS if c not in ("value", "role")]
-    cols = ", ".join(keys)
+@dataclass(frozen=True)
+class Cell:
+    """One campaign × storage class × profile × workload × direction × metric with its headline
+    values by occasion: ``entries`` are (run, occasion, role, started_at epoch, sorted values), in
+    the order they ran (run, occasion, role). An occasion whose results carry more than one role
+    (rare) has an entry per role."""
+
+    campaign: str
+    storage_class: str
+    key: tuple  # (profile, workload, direction, metric): what is matched across classes
+    better: str
+    unit: str
+    workload_title: str | None
+    entries: list[tuple]
+
+
+_CELL = ("campaign", "storage_class", "profile", "workload", "direction", "metric")
+
+
+def _cells(con) -> list[Cell]:
+    """The headline values of the campaign, a Cell each: the occasions' rows as the runs' compacts
+    hold them (occasion_measurements), grouped into cells by DuckDB, so 100,000 results come to
+    Python as ~1,000 rows of lists instead of a dict per occasion and class, grouped again in
+    Python for every comparison (most of the comparisons' cost was that plumbing)."""
+    cell = ", ".join(_CELL)
+    entry = f"{cell}, workload_title, unit, better, run, occasion"
+    in_order = "order by run, occasion, role"
+    roles = "len(list_distinct(list_transform(observations, o -> coalesce(o.role, ''))))"
     cursor = con.execute(
-        f"""select {cols}, observations[1].role as role,
+        f"""with entries as (
+            select {entry}, observations[1].role as role,
                    list_sort(list_transform(observations, o -> o.value)) as values, epoch(started_at) as started_at
-        from occasion_measurements
-        where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) = 1
-        union all
-        select {cols}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
-        from (select {cols}, unnest(observations) as o from occasion_measurements
-              where is_headline and len(list_distinct(list_transform(observations, o -> coalesce(o.role, '')))) > 1)
-        group by {cols}, o.role
-        order by {cols}, role"""
+            from occasion_measurements
+            where is_headline and {roles} = 1
+            union all
+            select {entry}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
+            from (select {entry}, unnest(observations) as o from occasion_measurements where is_headline and {roles} > 1)
+            group by {entry}, o.role
+        )
+        select {cell},
+               first(better {in_order}), first(unit {in_order}), first(workload_title {in_order}),
+               list(run {in_order}), list(occasion {in_order}), list(role {in_order}),
+               list(started_at {in_order}), list(values {in_order})
+        from entries
+        group by {cell}
+        order by {cell}"""
     )
-    names = keys + ["role", "values", "started_at"]
-    return [dict(zip(names, r)) for r in cursor.fetchall()]
+    return [
+        Cell(r[0], r[1], r[2:6], r[6], r[7], r[8], list(zip(r[9], r[10], r[11], r[12], r[13])))
+        for r in cursor.fetchall()
+    ]
+
+
+def cells_of(rows: list[dict]) -> list[Cell]:
+    """Cells from measurement rows (one ``value`` each, as ``pvbench compare`` reads them, or an
+    occasion's ``values``) with their ``started_at`` epoch: what _cells makes in SQL, for a caller
+    that has rows."""
+    grouped: dict[tuple, dict] = {}
+    for row in sorted(rows, key=lambda r: (r["run"], r["occasion"], r["role"] is None, r["role"] or "")):
+        cell = grouped.setdefault(tuple(row[c] for c in _CELL), {"first": row, "entries": {}})
+        values = row["values"] if "values" in row else [row["value"]]
+        entry = cell["entries"].setdefault((row["run"], row["occasion"], row["role"]), [row["started_at"], []])
+        entry[0] = min((t for t in (entry[0], row["started_at"]) if t is not None), default=None)
+        entry[1].extend(float(v) for v in values)
+    return [
+        Cell(
+            *key[:2],
+            key[2:],
+            cell["first"]["better"],
+            cell["first"]["unit"],
+            cell["first"]["workload_title"],
+            [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()],
+        )
+        for key, cell in sorted(grouped.items())
+    ]
 
 
 # Up to this many storage classes in a campaign, every pair is compared; beyond it, every class
@@ -113,84 +170,106 @@ def _rows(con) -> list[dict]:
 ALL_PAIRS_UP_TO = 6
 
 
-def class_pairs(by_class: dict[str, list]) -> list[tuple[str, str]]:
-    """(baseline, candidate) class pairs: all pairs (candidate = later in the alphabet) up to
-    ALL_PAIRS_UP_TO classes, else each class against the reference: the most measured class
-    (ties: the first in the alphabet)."""
-    classes = sorted(by_class)
+def class_pairs(measured: dict[str, int]) -> list[tuple[str, str]]:
+    """(baseline, candidate) class pairs from each class's number of values: all pairs (candidate =
+    later in the alphabet) up to ALL_PAIRS_UP_TO classes, else each class against the reference:
+    the most measured class (ties: the first in the alphabet)."""
+    classes = sorted(measured)
     if len(classes) <= ALL_PAIRS_UP_TO:
         return list(combinations(classes, 2))
-    measured = {c: sum(len(r.get("values", (None,))) for r in rows) for c, rows in by_class.items()}
     reference = min(classes, key=lambda c: (-measured[c], c))
     return [(reference, c) for c in classes if c != reference]
 
 
-def comparison_families(rows: list[dict]):
-    """Yield (kind, campaign, baseline label, candidate label, storage class or None, base rows, cand rows,
-    history rows: the class's results on neither side)."""
-    by_campaign: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_campaign[row["campaign"]].append(row)
-    for campaign, crows in sorted(by_campaign.items()):
-        by_class: dict[str, list[dict]] = defaultdict(list)
-        for row in crows:
-            by_class[row["storage_class"]].append(row)
-        for a, b in class_pairs(by_class):
-            yield "storage_class", campaign, a, b, None, by_class[a], by_class[b], []
-        for sc, srows in sorted(by_class.items()):
-            roles = defaultdict(list)
-            for row in srows:
-                roles[row["role"]].append(row)
-            if roles.get("baseline") and roles.get("candidate"):
-                others = [r for role, rs in roles.items() if role not in ("baseline", "candidate") for r in rs]
+def _groups(cells: list[Cell], with_class: bool, keep: Callable[[tuple], bool] | None = None) -> dict[tuple, dict]:
+    """The cells' entries that ``keep`` (all by default), as compare_groups matches them: by key
+    (with the storage class first when ``with_class``), each with its values by occasion (run ×
+    occasion; an occasion's roles pooled, as sides.group_values pools them)."""
+    groups: dict[tuple, dict] = {}
+    for cell in cells:
+        occasions: dict[tuple, list] = {}
+        for entry in cell.entries:
+            if keep is None or keep(entry):
+                occasions.setdefault(entry[:2], []).extend(entry[4])
+        if occasions:
+            groups[(cell.storage_class, *cell.key) if with_class else cell.key] = {
+                "occasions": occasions,
+                "better": cell.better,
+                "unit": cell.unit,
+                "workload_title": cell.workload_title,
+                "storage_class": cell.storage_class,
+            }
+    return groups
+
+
+def _last_two_runs(cells: list[Cell]) -> tuple[str, str, set[str]] | None:
+    """The class's run before last, its last run (by when each first started; runs with no start
+    time last, then by name) and its earlier runs, or None with fewer than two runs."""
+    started: dict[str, float | None] = {}
+    for cell in cells:
+        for run, _, _, at, _ in cell.entries:
+            if at is not None and (started.get(run) is None or at < started[run]):
+                started[run] = at
+            else:
+                started.setdefault(run, None)
+    if len(started) < 2:
+        return None
+    ordered = sorted(started, key=lambda run: (started[run] is None, started[run] or 0.0, run))
+    return ordered[-2], ordered[-1], set(ordered[:-2])
+
+
+def comparison_families(cells: list[Cell]):
+    """Yield (kind, campaign, baseline label, candidate label, storage class or None, baseline
+    groups, candidate groups, history groups: the class's occasions on neither side)."""
+    by_campaign: dict[str, dict[str, list[Cell]]] = defaultdict(lambda: defaultdict(list))
+    for cell in cells:
+        by_campaign[cell.campaign][cell.storage_class].append(cell)
+    for campaign, by_class in sorted(by_campaign.items()):
+        whole = {sc: _groups(class_cells, False) for sc, class_cells in by_class.items()}
+        measured = {sc: sum(len(e[4]) for c in class_cells for e in c.entries) for sc, class_cells in by_class.items()}
+        for a, b in class_pairs(measured):
+            yield "storage_class", campaign, a, b, None, whole[a], whole[b], {}
+        for sc, class_cells in sorted(by_class.items()):
+            roles = {entry[2] for cell in class_cells for entry in cell.entries}
+            if {"baseline", "candidate"} <= roles:
                 yield (
                     "role",
                     campaign,
                     "role=baseline",
                     "role=candidate",
                     sc,
-                    roles["baseline"],
-                    roles["candidate"],
-                    others,
+                    _groups(class_cells, True, lambda e: e[2] == "baseline"),
+                    _groups(class_cells, True, lambda e: e[2] == "candidate"),
+                    _groups(class_cells, True, lambda e: e[2] not in ("baseline", "candidate")),
                 )
-            runs: dict[str, list[dict]] = defaultdict(list)
-            for row in srows:
-                runs[row["run"]].append(row)
-            if len(runs) >= 2:
+            runs = _last_two_runs(class_cells)
+            if runs is not None:
+                prev, last, earlier = runs
+                yield (
+                    "run",
+                    campaign,
+                    f"run={prev}",
+                    f"run={last}",
+                    sc,
+                    _groups(class_cells, True, lambda e: e[0] == prev),
+                    _groups(class_cells, True, lambda e: e[0] == last),
+                    _groups(class_cells, True, lambda e: e[0] in earlier),
+                )
 
-                def started(run: str) -> tuple:
-                    times = [r["started_at"] for r in runs[run] if r["started_at"] is not None]
-                    return (min(times) if times else None) is None, min(times) if times else None, run
 
-                ordered = sorted(runs, key=started)
-                prev, last = ordered[-2], ordered[-1]
-                earlier = [r for run in ordered[:-2] for r in runs[run]]
-                yield "run", campaign, f"run={prev}", f"run={last}", sc, runs[prev], runs[last], earlier
-
-
-def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[dict]:
+def report_comparison_rows(cells: list[Cell], settings: CompareSettings) -> list[dict]:
     out = []
     keys = ("profile", "workload", "direction", "metric")
-    # A class's rows are one side of many comparisons (the reference class of all of them): grouped
-    # once. The cache holds the list it was made from, so its id is not reused while cached.
-    grouped: dict[tuple[int, tuple], tuple[list[dict], dict]] = {}
-
-    def grouping(side: list[dict], by: tuple[str, ...]) -> dict:
-        cached = grouped.get((id(side), by))
-        if cached is None:
-            cached = grouped[(id(side), by)] = (side, group_values(side, by))
-        return cached[1]
-
-    for kind, campaign, base_label, cand_label, sc, base_rows, cand_rows, history in comparison_families(rows):
+    for kind, campaign, base_label, cand_label, sc, base, cand, history in comparison_families(cells):
         result = compare_groups(
-            base_rows,
-            cand_rows,
+            base,
+            cand,
             keys if sc is None else ("storage_class",) + keys,
             settings,
             Side(campaign),
             Side(campaign),
             history_rows=history,
-            grouping=grouping,
+            grouping=_already_grouped,
         )
         for comp in result.comparisons:
             row = comp.as_row()
@@ -209,12 +288,16 @@ def report_comparison_rows(rows: list[dict], settings: CompareSettings) -> list[
     return out
 
 
+def _already_grouped(groups, keys: tuple[str, ...]) -> dict[tuple, dict]:
+    return groups or {}
+
+
 # report_comparisons as a step of the campaign's models: computed (in Python) while the models
 # run (it reads the runs' occasion rows, there before the first model), written once they have;
 # called as a plain step, it does both in turn.
 REPORT_COMPARISONS = Overlapped(
     needs="occasion_measurements",
-    compute=lambda con: report_comparison_rows(_rows(con), load_settings()),
+    compute=lambda con: report_comparison_rows(_cells(con), load_settings()),
     finish=lambda con, rows: insert_rows(con, "report_comparisons", dict(COLUMNS), rows),
 )
 
