@@ -157,8 +157,8 @@ def compare_groups(
 ) -> SideComparison:
     """Compare metric by metric. ``history_rows``: other results of the same classes (neither
     side's occasions), which tell how much occasions differ when a side has only one.
-    ``grouping``: group_values, or one that remembers the rows it grouped (a side compared with
-    many others)."""
+    ``grouping``: group_values, or one that takes sides grouped already, as group_values groups
+    them (the report's comparisons: pvbench.stats.tables groups each cell's occasions once)."""
     base, cand = grouping(base_rows, keys), grouping(cand_rows, keys)
     history = grouping(history_rows or [], keys) if "storage_class" in keys else {}
     todo, runs, too_few = [], [], []
