@@ -227,12 +227,36 @@ def test_report_tables_match_the_published_contract(thesis):
         assert table_columns(thesis, table) == columns, table
 
 
+def cells_of(rows: list[dict]):
+    """The comparisons' cells made in Python from single-value measurement rows (with their
+    ``started_at`` epoch): the reference that stats.tables._cells, made in SQL, must equal."""
+    from pvbench.stats.tables import _CELL, Cell
+
+    grouped: dict[tuple, dict] = {}
+    for row in sorted(rows, key=lambda r: (r["run"], r["occasion"], r["role"] is None, r["role"] or "")):
+        cell = grouped.setdefault(tuple(row[c] for c in _CELL), {"first": row, "entries": {}})
+        entry = cell["entries"].setdefault((row["run"], row["occasion"], row["role"]), [row["started_at"], []])
+        entry[0] = min((t for t in (entry[0], row["started_at"]) if t is not None), default=None)
+        entry[1].append(float(row["value"]))
+    return [
+        Cell(
+            *key[:2],
+            key[2:],
+            cell["first"]["better"],
+            cell["first"]["unit"],
+            cell["first"]["workload_title"],
+            [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()],
+        )
+        for key, cell in sorted(grouped.items())
+    ]
+
+
 def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):
     """report_comparisons reads each cell's headline values grouped by occasion (in SQL): the
     verdicts are those of the same comparisons fed one row per value, for every kind (all class
     pairs in the thesis; a reference class beyond six classes, and the last run, synthetic)."""
     from pvbench.stats.sides import MEASUREMENT_COLUMNS
-    from pvbench.stats.tables import _cells, cells_of, load_settings, report_comparison_rows
+    from pvbench.stats.tables import _cells, load_settings, report_comparison_rows
 
     rng = np.random.default_rng(3)
     write(

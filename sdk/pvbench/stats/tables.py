@@ -140,30 +140,6 @@ def _cells(con) -> list[Cell]:
     ]
 
 
-def cells_of(rows: list[dict]) -> list[Cell]:
-    """Cells from measurement rows (one ``value`` each, as ``pvbench compare`` reads them, or an
-    occasion's ``values``) with their ``started_at`` epoch: what _cells makes in SQL, for a caller
-    that has rows."""
-    grouped: dict[tuple, dict] = {}
-    for row in sorted(rows, key=lambda r: (r["run"], r["occasion"], r["role"] is None, r["role"] or "")):
-        cell = grouped.setdefault(tuple(row[c] for c in _CELL), {"first": row, "entries": {}})
-        values = row["values"] if "values" in row else [row["value"]]
-        entry = cell["entries"].setdefault((row["run"], row["occasion"], row["role"]), [row["started_at"], []])
-        entry[0] = min((t for t in (entry[0], row["started_at"]) if t is not None), default=None)
-        entry[1].extend(float(v) for v in values)
-    return [
-        Cell(
-            *key[:2],
-            key[2:],
-            cell["first"]["better"],
-            cell["first"]["unit"],
-            cell["first"]["workload_title"],
-            [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()],
-        )
-        for key, cell in sorted(grouped.items())
-    ]
-
-
 # Up to this many storage classes in a campaign, every pair is compared; beyond it, every class
 # against one reference class, so the table grows with the classes, not with their square
 # (20 classes: 19 comparisons per workload instead of 190).
