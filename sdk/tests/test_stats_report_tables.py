@@ -310,3 +310,77 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
             report_comparison_rows(cells_of(single), settings)
         )
         assert kinds == ({"storage_class"} if con is thesis else {"storage_class", "run"})
+
+
+# report_storage_classes as it was computed from every result's row, before run_setup: the reference.
+STORAGE_CLASSES_FROM_EVERY_ROW = """
+    select
+        campaign, storage_class,
+        count(distinct source_key) as n_results,
+        count(distinct run) as n_runs,
+        count(distinct occasion) as n_occasions,
+        string_agg(distinct profile, ', ' order by profile) as profiles,
+        string_agg(distinct provisioner, ', ' order by provisioner) as provisioner,
+        string_agg(distinct filesystem, ', ' order by filesystem) as filesystem,
+        string_agg(distinct coalesce(node, host), ', ' order by coalesce(node, host)) as nodes,
+        string_agg(distinct fio_version, ', ' order by fio_version) as fio_version,
+        min(started_at) as first_started_at,
+        max(started_at) as last_started_at
+    from result_rows
+    group by campaign, storage_class
+    order by campaign, storage_class"""
+
+
+def test_the_setup_pages_read_each_runs_setup_as_every_result_row_gives_it(tmp_path):
+    """report_storage_classes and report_methodology read run_setup (a few rows per run, made at
+    compaction), not every result's row: a result with two directions is one result, nodes fall
+    back to the host, an occasion label of two runs is one occasion, reps are per direction."""
+    from pvbench.results.schema import DirectionMetrics
+
+    docs = []
+    for r, (run, occasion) in enumerate((("r1", "night"), ("r2", "night"), ("r3", "weekend"))):
+        for sc in ("fast", "slow"):
+            for rep in range(1, 4 if run != "r3" else 3):  # r3 ran 2 reps
+                d = doc(
+                    run=run,
+                    occasion=occasion,
+                    storage_class=sc,
+                    rep=rep,
+                    started=T0 + timedelta(days=r, minutes=rep),
+                    provisioner="local.csi" if sc == "fast" else ("rbd.csi.ceph.com" if rep == 1 else None),
+                    order=None if run == "r2" else rep,
+                )
+                d.provenance.node = {1: "node-a", 2: None}.get(rep, "node-b")
+                d.provenance.host = "vm-1"  # where a result has no node (local mode), its host
+                if sc == "slow" and rep == 2:
+                    d.provenance.fio_version = "fio-3.36"
+                if sc == "fast":  # a mixed workload: a read and a write row, one result
+                    d.metrics.append(DirectionMetrics(direction="write", iops=400.0))
+                docs.append(d)
+    write(tmp_path, docs)
+    con = build_tables(open_store(str(tmp_path)), "syn")
+
+    # equal, row for row (EXCEPT ALL both ways: the timestamps stay in DuckDB)
+    for a, b in (("report_storage_classes", f"({STORAGE_CLASSES_FROM_EVERY_ROW})"),):
+        assert (
+            con.execute(f"select count(*) from {a}").fetchone() == con.execute(f"select count(*) from {b}").fetchone()
+        )
+        assert con.execute(f"select count(*) from (from {a} except all from {b})").fetchone()[0] == 0
+        assert con.execute(f"select count(*) from (from {b} except all from {a})").fetchone()[0] == 0
+    fast, slow = con.execute(
+        "select n_results, n_runs, n_occasions, nodes, provisioner, fio_version"
+        " from report_storage_classes order by storage_class"
+    ).fetchall()
+    assert fast == (8, 3, 2, "node-a, node-b, vm-1", "local.csi", "fio-3.33")
+    assert slow == (8, 3, 2, "node-a, node-b, vm-1", "rbd.csi.ceph.com", "fio-3.33, fio-3.36")
+    page = dict(
+        con.execute("select item, value from report_methodology where section in ('setup', 'design')").fetchall()
+    )
+    assert page["storage class: slow"] == (
+        "provisioner rbd.csi.ceph.com; filesystem not recorded; nodes node-a, node-b, vm-1"
+    )
+    assert page["matrix"] == "2 storage classes × 1 workloads (dbench) × 3 occasions × 2–3 repetitions"
+    # each class × workload × direction pooled over runs: 3 + 3 + 2 values
+    assert page["values per cell (n)"].startswith("8 (")
+    assert page["occasions"].startswith("night (Mon 2024-03-04 09:01 UTC); weekend (Wed 2024-03-06 09:01 UTC)")
+    assert page["cell order"].startswith("randomized interleaving")  # recorded in r1 and r3

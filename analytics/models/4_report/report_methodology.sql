@@ -1,21 +1,19 @@
 -- report_methodology: the methodology page, filled from the data (Papadopoulos et al. 2021:
 -- setup description, units, design, confidence, cost). Rows of (section, item, value), in order.
 with rr as (
-    -- the columns this page reads (result_rows is wide; the compacts are read column by column).
-    -- Every per-document fact below is a distinct set, so the rows need not be one per document.
-    select campaign, run, occasion, storage_class, profile, workload, direction, cell_order, started_at,
-           provisioner, filesystem, node, host, source, platform, seed, pvbench_version, fio_version,
-           kernel, kubernetes_version, ramp_s, runtime_s, size_bytes
-    from result_rows
+    -- each run's setup (run_setup, made when the run was compacted), not every result's row: the
+    -- facts below are distinct sets, the counts sums of its n_rows (results of a direction) and
+    -- n_ordered (those with their cell order recorded).
+    select * from run_setup
 ),
 cells as (
-    select campaign, storage_class, profile, workload, direction, count(*) as n,
+    select campaign, storage_class, profile, workload, direction, sum(n_rows) as n,
            count(distinct occasion) as occasions, count(distinct run) as runs
     from rr group by all
 ),
 reps as (
-    select campaign, run, occasion, storage_class, profile, workload, direction, count(*) as reps
-    from rr group by all
+    select campaign, run, occasion, storage_class, profile, workload, direction, sum(n_rows) as reps
+    from rr group by campaign, run, occasion, storage_class, profile, workload, direction
 ),
 rows as (
     -- setup
@@ -23,7 +21,7 @@ rows as (
            'storage class: ' || storage_class as item,
            'provisioner ' || coalesce(string_agg(distinct provisioner, ', ' order by provisioner), 'not recorded')
              || '; filesystem ' || coalesce(string_agg(distinct filesystem, ', ' order by filesystem), 'not recorded')
-             || '; nodes ' || coalesce(string_agg(distinct coalesce(node, host), ', ' order by coalesce(node, host)), 'not recorded') as value
+             || '; nodes ' || coalesce(string_agg(distinct node, ', ' order by node), 'not recorded') as value
     from rr group by campaign, storage_class
     union all
     select campaign, 1, 'setup', 20, 'source of results',
@@ -57,11 +55,11 @@ rows as (
            -- one row per occasion already: list them in the order they ran
            string_agg(occasion || coalesce(' (' || strftime(started, '%a %Y-%m-%d %H:%M UTC') || ')', ''), '; '
                       order by started nulls last, occasion)
-    from (select campaign, occasion, min(started_at) as started from rr group by campaign, occasion)
+    from (select campaign, occasion, min(first_started_at) as started from rr group by campaign, occasion)
     group by campaign
     union all
     select campaign, 2, 'design', 40, 'cell order',
-           case when count(cell_order) = 0 then 'not recorded (imported results)'
+           case when sum(n_ordered) = 0 then 'not recorded (imported results)'
                 else 'randomized interleaving of all storage classes within each repetition round (order recorded in every result)'
            end
              || coalesce('; seed ' || (select string_agg(distinct seed, ', ' order by seed) from rr d where d.campaign = rr.campaign and seed is not null), '')

@@ -1,16 +1,17 @@
 -- report_storage_classes: what was measured per storage class, and on what (setup description).
+-- From run_setup (each run's setup, made when it was compacted), not from every result's row.
 select
     campaign, storage_class,
-    count(distinct source_key) as n_results,
+    sum(n_results)::bigint as n_results,
     count(distinct run) as n_runs,
     count(distinct occasion) as n_occasions,
     string_agg(distinct profile, ', ' order by profile) as profiles,
     string_agg(distinct provisioner, ', ' order by provisioner) as provisioner,
     string_agg(distinct filesystem, ', ' order by filesystem) as filesystem,
-    string_agg(distinct coalesce(node, host), ', ' order by coalesce(node, host)) as nodes,
+    string_agg(distinct node, ', ' order by node) as nodes,
     string_agg(distinct fio_version, ', ' order by fio_version) as fio_version,
-    min(started_at) as first_started_at,
-    max(started_at) as last_started_at
-from result_rows
+    min(first_started_at) as first_started_at,
+    max(last_started_at) as last_started_at
+from run_setup
 group by campaign, storage_class
 order by campaign, storage_class

@@ -7,7 +7,7 @@ A run's compact (store layout: compact/campaign=<c>/run=<r>/) holds
                           its values grouped by occasion and metric, with n, mean and sum of squares
                           (2_normalized/result_values → occasion_measurements): what the campaign's
                           summaries merge, so adding a run does not redo them value by value;
-    warmup_by_occasion.parquet, run_cells.parquet, run_usage.parquet
+    warmup_by_occasion.parquet, run_cells.parquet, run_usage.parquet, run_setup.parquet
                           the per-run models (3_summaries; PER_RUN_TABLES): each row comes from
                           this run's results alone, so they are made once, here, not again over
                           every run of the campaign whenever a run is added;
@@ -35,6 +35,7 @@ from typing import Callable, Iterator
 import duckdb
 from pydantic import ValidationError
 
+from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows
 from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
 from pvbench.store import LocalStore, Store, StoredObject
@@ -55,14 +56,14 @@ log = logging.getLogger("pvbench.analytics")
 # campaign's models would otherwise compute over every run again whenever one is added.
 COMPACT_TABLE = "result_rows"
 OCCASIONS_TABLE = "occasion_measurements"
-PER_RUN_TABLES = ("warmup_by_occasion", "run_cells", "run_usage")
+PER_RUN_TABLES = ("warmup_by_occasion", "run_cells", "run_usage", "run_setup")
 COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES)
 # The compact's format: bumped when a compact table gains or changes columns, or a new one is added
 # (2: the volume lifecycle; 3: multi-client clients, straggler_ratio; 5: client_volumes;
-# 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage). Written into
+# 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage; 8: run_setup). Written into
 # documents.parquet's metadata; a compact of another format is rebuilt from its run's documents,
 # like one whose listing changed.
-COMPACT_FORMAT = "7"
+COMPACT_FORMAT = "8"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).
@@ -159,7 +160,7 @@ def list_compacts(store: Store, campaign: str | None, run: str | None = None) ->
 
 def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, listing: RunListing) -> bool:
     """Does the compact's documents table list exactly the run's result.json objects as they are now?"""
-    path = store.duckdb_path(compact.documents_key)
+    path = readable(con, store, compact.documents_key)
     try:
         rows = con.execute("SELECT source_key, size, version FROM read_parquet(?)", [path]).fetchall()
         meta = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [path]).fetchall())

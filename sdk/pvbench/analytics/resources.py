@@ -18,6 +18,9 @@ from pathlib import Path
 
 import duckdb
 
+from pvbench.analytics.tables import AnalyticsError
+from pvbench.store import S3Store, Store
+
 SHARE = 0.5
 FLOOR_BYTES = 256 * 2**20
 _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 2**10, "mib": 2**20, "gib": 2**30}
@@ -87,3 +90,33 @@ def duckdb_settings() -> dict[str, str | int | bool]:
 def configure(con: duckdb.DuckDBPyConnection) -> None:
     for name, value in duckdb_settings().items():
         con.execute(f"SET {name} = ?", [value])
+
+
+def httpfs_extension_path() -> Path:
+    import duckdb_extension_httpfs
+
+    base = Path(duckdb_extension_httpfs.__file__).parent
+    found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
+    if not found:
+        raise AnalyticsError(f"no httpfs extension for DuckDB {duckdb.__version__} in {base}")
+    return found[0]
+
+
+def readable(con: duckdb.DuckDBPyConnection, store: Store, key: str) -> str:
+    """``key`` as a path DuckDB reads on ``con``: a local store's file, or an s3:// URL.
+
+    The first s3:// path sets S3 up on the connection: the pinned httpfs, loaded offline, and the
+    store's credentials as a secret. Not at every connect: adding a run reads local copies of the
+    compacts only, and loading httpfs was ~30 ms of each of its two connections."""
+    if (
+        isinstance(store, S3Store)
+        and not con.execute("SELECT count(*) FROM duckdb_secrets() WHERE name = 'pvbench_s3'").fetchone()[0]
+    ):
+        con.execute(f"LOAD '{httpfs_extension_path()}'")
+        s = store.settings
+        con.execute(
+            "CREATE OR REPLACE SECRET pvbench_s3"
+            " (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL ?, REGION ?)",
+            [s.access_key, s.secret_key, s.endpoint, s.secure, s.region or "us-east-1"],
+        )
+    return store.duckdb_path(key)

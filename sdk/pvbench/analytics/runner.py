@@ -37,7 +37,7 @@ from pvbench.analytics.compact import (
     list_compacts,
     list_runs,
 )
-from pvbench.analytics.resources import configure
+from pvbench.analytics.resources import configure, readable
 from pvbench.analytics.tables import (
     FAILURES_COLUMNS,
     FAILURES_TABLE,
@@ -47,7 +47,7 @@ from pvbench.analytics.tables import (
     insert_rows,
 )
 from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
-from pvbench.store import S3Store, Store
+from pvbench.store import Store
 from pvbench.store.layout import results_prefix, slug
 
 # The table of every measured value, one row each (made when a run is compacted).
@@ -122,16 +122,6 @@ def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*", "", sql)
 
 
-def httpfs_extension_path() -> Path:
-    import duckdb_extension_httpfs
-
-    base = Path(duckdb_extension_httpfs.__file__).parent
-    found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
-    if not found:
-        raise AnalyticsError(f"no httpfs extension for DuckDB {duckdb.__version__} in {base}")
-    return found[0]
-
-
 class _PandasIsAbsent(importlib.abc.MetaPathFinder):
     """``import pandas`` fails at once, as it would after walking sys.path (see _pandas_is_absent)."""
 
@@ -155,17 +145,11 @@ def _pandas_is_absent() -> None:
 
 
 def connect(store: Store | None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB that can read the store (S3 through the pinned httpfs, loaded offline)."""
+    """An in-memory DuckDB with this process's limits. It reads the store's keys as
+    ``resources.readable`` gives them (S3 set up there, at the first s3:// path)."""
     _pandas_is_absent()
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     configure(con)
-    if isinstance(store, S3Store):
-        con.execute(f"LOAD '{httpfs_extension_path()}'")
-        s = store.settings
-        con.execute(
-            "CREATE SECRET pvbench_s3 (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL ?, REGION ?)",
-            [s.access_key, s.secret_key, s.endpoint, s.secure, s.region or "us-east-1"],
-        )
     return con
 
 
@@ -321,9 +305,9 @@ def refresh_compacts(
             c
             for where, c in existing.items()
             if where in listings
-            or not con.execute("SELECT count(*) FROM read_parquet(?)", [store.duckdb_path(c.documents_key)]).fetchone()[
-                0
-            ]
+            or not con.execute(
+                "SELECT count(*) FROM read_parquet(?)", [readable(con, store, c.documents_key)]
+            ).fetchone()[0]
         ]
     finally:
         con.close()

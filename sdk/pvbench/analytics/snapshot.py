@@ -43,6 +43,7 @@ from typing import Iterable
 import duckdb
 
 from pvbench.analytics.compact import COMPACT_FORMAT, COMPACT_TABLES, DOCUMENT_COLUMNS, S3_READERS, Compact
+from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import FAILURES_COLUMNS
 from pvbench.store import S3Store, Store
 from pvbench.store.layout import (
@@ -279,7 +280,7 @@ def held_documents(
                 rows = con.execute(
                     "SELECT compact_run, source_key, size, version FROM read_parquet(?)"
                     " WHERE list_contains(?, compact_run)",
-                    [store.duckdb_path(manifest.key(generation, COMPACT_DOCUMENTS_FILE)), runs],
+                    [readable(con, store, manifest.key(generation, COMPACT_DOCUMENTS_FILE)), runs],
                 ).fetchall()
             except duckdb.Error:  # replaced meanwhile: each run's own documents are read instead
                 continue

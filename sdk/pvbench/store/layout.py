@@ -8,7 +8,8 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
     compact/campaign=<c>/run=<r>/result_rows.parquet   (a run's results, validated and flattened once)
                                  .../documents.parquet     (what was read: key, size, version, problem)
                                  .../occasion_measurements.parquet (its values grouped by occasion)
-                                 .../warmup_by_occasion.parquet, run_cells.parquet, run_usage.parquet
+                                 .../warmup_by_occasion.parquet, run_cells.parquet, run_usage.parquet,
+                                    run_setup.parquet
                                                            (the run's own summaries, made once)
                                  .../failures.parquet      (the run's failed cells, as Argo reported them)
     snapshot/campaign=<c>/manifest.json                   (the snapshot's parts: which runs' compacts each holds, and their versions)
