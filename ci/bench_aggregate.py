@@ -12,6 +12,9 @@ loopback, prints:
   … merge   one more addition that merges every part into one (one addition in
             (SNAPSHOT_LAG + 1) · MAX_PARTS does): run with SNAPSHOT_LAG = 0 and MAX_PARTS = 1 set
             in its process, so this one addition does it; the merge itself is the shipped code's
+  … Argo    the same addition as the Argo `aggregate` step makes it: the campaign's compacts and
+            the run's results in the pod's directory (as argoexec leaves them; copied, not timed),
+            `pvbench aggregate --run <it> --no-snapshot` there
   report    `pvbench report build` of the campaign's tables (local store, smallest and largest N:
             the build does not depend on the store, and its fixed cost is most of it)
 with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
@@ -28,6 +31,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +49,7 @@ from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.results.metrics import METRIC_LIST
 from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
-from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench.store.layout import RESULT_FILE, compact_prefix, results_prefix
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sdk" / "tests"))
@@ -142,6 +146,22 @@ def timed(args: list[str], env: dict, command: list[str] = PVBENCH) -> tuple[flo
     return wall, usage.ru_maxrss / 2**20
 
 
+def argo_step(pod: Path, store, template: dict, index: int, env: dict) -> tuple[float, float] | None:
+    """The Argo `aggregate` step adding a run: argoexec has put the campaign's compacts and the new
+    run's results into the pod's directory (copied here, not timed), which is aggregated with
+    --no-snapshot (the pod writes back its run's compact only), every earlier run read from its
+    compact. What it does not time: argoexec fetching those objects."""
+    shutil.rmtree(pod, ignore_errors=True)
+    local = LocalStore(pod)
+    for key in store.list_keys(compact_prefix(CAMPAIGN) + "/"):
+        local.put_bytes(key, store.get_bytes(key))
+    write_runs(local, template, index, 1)
+    run = ["--run", f"run-{index:04d}", "--out", str(pod / "tables"), "--no-snapshot"]
+    measured = timed(["aggregate", "--store", str(pod), "--campaign", CAMPAIGN, *run], env)
+    shutil.rmtree(pod, ignore_errors=True)
+    return measured
+
+
 def shown(measured: tuple[float, float] | None) -> str:
     return "FAILED" if measured is None else f"{measured[0]:.1f} s · {measured[1]:.2f} GiB"
 
@@ -202,6 +222,7 @@ def main() -> None:
                         )
 
                     added = add_run(runs)  # the full aggregation wrote the snapshot: one run beside it
+                    step = argo_step(work / f"pod-{kind}-{n}", store, template, runs + 1, env)
                     report = (
                         timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
                         if kind == "local" and n in (min(sizes), max(sizes))
@@ -213,10 +234,11 @@ def main() -> None:
                         add_run(runs + extra)
                     part = add_run(runs + SNAPSHOT_LAG)
                     merged = add_run(runs + SNAPSHOT_LAG + 1, MERGING)
-                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, part, merged, report))
+                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, part, merged, step, report))
                     console.print(
                         f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
                         f", add run writing a part {shown(part)}, add run merging the parts {shown(merged)}"
+                        f", add run as the Argo step {shown(step)}"
                         + (f", report {shown(report)}" if kind == "local" and n in (min(sizes), max(sizes)) else "")
                     )
         finally:
@@ -234,10 +256,11 @@ def main() -> None:
         "add a run",
         "add a run, part written",
         "add a run, parts merged",
+        "add a run, Argo step",
         "report build",
     ):
         table.add_column(col, justify="right")
-    for kind, n, total, read_s, full, verify, added, part, merged, report in rows:
+    for kind, n, total, read_s, full, verify, added, part, merged, step, report in rows:
         table.add_row(
             kind,
             f"{n:,}",
@@ -249,6 +272,7 @@ def main() -> None:
             shown(added),
             shown(part),
             shown(merged),
+            shown(step),
             "–" if report is False else shown(report),
         )
     console.print(table)
