@@ -42,7 +42,14 @@ from typing import Iterable
 
 import duckdb
 
-from pvbench.analytics.compact import COMPACT_FORMAT, COMPACT_TABLES, DOCUMENT_COLUMNS, S3_READERS, Compact
+from pvbench.analytics.compact import (
+    COMPACT_FORMAT,
+    COMPACT_TABLE,
+    COMPACT_TABLES,
+    DOCUMENT_COLUMNS,
+    S3_READERS,
+    Compact,
+)
 from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import FAILURES_COLUMNS
 from pvbench.store import S3Store, Store
@@ -250,9 +257,11 @@ def _create(con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded) -> Non
             con.execute(f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{n} {t}' for n, t in columns.items())})")
             if parts:
                 con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ({union})")
-        elif len(loaded.own) > SNAPSHOT_LAG:
-            # many runs' files (a first or full aggregation): read once into a table, as a view
-            # over hundreds of files would be read again by every model (~3 s more at 100 runs)
+        elif len(loaded.own) > SNAPSHOT_LAG and table != f"compact_{COMPACT_TABLE}":
+            # many runs' files (a first or full aggregation, the Argo step): read once into a table,
+            # as a view over hundreds of files would be read again by every model (~3 s more at 100
+            # runs). Not result_rows: its rows are wide and only a few models read a few of its
+            # columns (the Argo step adding a run to 164,000 results: 2.75 s → 2.57 s).
             con.execute(f"CREATE OR REPLACE TABLE {table} AS {union}")
         else:  # a view: each model reads the columns it needs from a few files, nothing is copied
             con.execute(f"CREATE OR REPLACE VIEW {table} AS {union}")
