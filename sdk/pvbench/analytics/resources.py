@@ -6,6 +6,9 @@ So the limits come from the cgroup (v2, then v1) when there is one, else from th
 DuckDB gets half the memory (Python, the Parquet writer and the page cache need the rest), spilling
 to a temporary directory beyond it. PVBENCH_DUCKDB_MEMORY (e.g. 2GiB) and PVBENCH_DUCKDB_THREADS
 override.
+
+And what a connection needs to read an S3 store (``readable``): the pinned httpfs and a secret,
+set up at the first s3:// path it is given.
 """
 
 from __future__ import annotations
