@@ -122,7 +122,7 @@ def test_duckdb_gets_what_the_process_may_use(monkeypatch):
     monkeypatch.setenv("PVBENCH_DUCKDB_MEMORY", "300MiB")
     monkeypatch.setenv("PVBENCH_DUCKDB_THREADS", "1")
     assert duckdb_settings()["memory_limit"] == "300MiB" and duckdb_settings()["threads"] == 1
-    con = connect(open_store("/nonexistent-but-unused"))
+    con = connect()
     assert con.execute("select current_setting('threads')").fetchone()[0] == 1
     assert con.execute("select current_setting('memory_limit')").fetchone()[0].startswith("300")
     monkeypatch.delenv("PVBENCH_DUCKDB_MEMORY")
@@ -169,7 +169,7 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
             looked_up.append(name)
             return None
 
-    con = connect(None)
+    con = connect()
     register_functions(con)
     con.execute("select f_pvalue(2.0, 3, 40)").fetchall()  # imports scipy.special, once
     sys.meta_path.append(Finder())  # asked only when every finder before it found nothing
@@ -181,7 +181,7 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
     assert looked_up == []
     # pandas is still absent the ordinary way, for any library that looks for it (pyarrow does)
     script = (
-        "from pvbench.analytics.runner import connect; connect(None)\n"
+        "from pvbench.analytics.runner import connect; connect()\n"
         "try:\n    import pandas\nexcept ModuleNotFoundError as exc:\n    print(exc.name)\n"
         "import importlib.util\n"
         "if importlib.util.find_spec('pyarrow'):\n    import pyarrow.dataset, pyarrow.parquet\n"
@@ -263,7 +263,7 @@ def _compact_file(store_root, run: str, table: str) -> str:
 
 def _differing_rows(a: str, b: str) -> int:
     """Rows of one Parquet file missing from the other, both ways (duplicates counted)."""
-    con = connect(None)
+    con = connect()
     return con.execute(
         "SELECT (SELECT count(*) FROM (FROM read_parquet($a) EXCEPT ALL FROM read_parquet($b)))"
         " + (SELECT count(*) FROM (FROM read_parquet($b) EXCEPT ALL FROM read_parquet($a)))",
@@ -306,5 +306,5 @@ def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, 
             made = _compact_file(together, run, table), _compact_file(alone, run, table)
             assert _differing_rows(*made) == 0, (run, table)
     n3_rows = _compact_file(together, "n3", "result_rows")
-    n3 = connect(None).execute("SELECT count(DISTINCT source_key) FROM read_parquet(?)", [n3_rows]).fetchone()[0]
+    n3 = connect().execute("SELECT count(DISTINCT source_key) FROM read_parquet(?)", [n3_rows]).fetchone()[0]
     assert n3 == 6 + 1  # its own and the copy

@@ -144,8 +144,8 @@ def _pandas_is_absent() -> None:
         sys.meta_path.insert(0, _PandasIsAbsent())
 
 
-def connect(store: Store | None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with this process's limits. It reads the store's keys as
+def connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with this process's limits. It reads a store's keys as
     ``resources.readable`` gives them (S3 set up there, at the first s3:// path)."""
     _pandas_is_absent()
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
@@ -259,7 +259,7 @@ def refresh_compacts(
                 if where not in listings:
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
-    con = connect(store)
+    con = connect()
     try:
         install_metrics(con)  # result_values reads the metric catalog
         held = snapshot.held_documents(con, store, existing) if run is None else {}
@@ -357,7 +357,7 @@ def build_tables(
     prefix = results_prefix(campaign, run if only_run else None)
     if not compacts:
         raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
-    con = connect(store)
+    con = connect()
     loaded = snapshot.load_compacts(con, store, compacts)
     skipped = select_documents(con)
     warn = warn or log.warning
@@ -539,7 +539,7 @@ def empty_tables(
     never typed by hand. ``before``/``after``: as for build_tables."""
     root = root or analytics_dir()
     compact_models, campaign_models = compaction_models(discover_models(root))
-    con = connect(None)
+    con = connect()
     install_metrics(con)
     with tempfile.TemporaryDirectory(prefix="pvbench-empty-") as tmp:
         nothing = Path(tmp) / "no-results.ndjson"
