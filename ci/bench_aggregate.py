@@ -6,7 +6,9 @@ loopback, prints:
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>` (the snapshot
-            the full aggregation wrote is read, and that run's compact beside it)
+            the full aggregation wrote is read, and the runs added since beside it): the median
+            of the SNAPSHOT_LAG additions that write nothing but their run's compact (timings
+            here vary by up to 2x from one addition to the next), with the highest peak RSS
   … part    the same for the run that makes more than SNAPSHOT_LAG runs read beside the snapshot:
             that aggregation writes them as one more part of it (one addition in SNAPSHOT_LAG + 1)
   … merge   one more addition that merges every part into one (one addition in
@@ -32,6 +34,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -162,6 +165,17 @@ def argo_step(pod: Path, store, template: dict, index: int, env: dict) -> tuple[
     return measured
 
 
+def typical(measured: list[tuple[float, float] | None]) -> tuple[float, float] | None:
+    """The median wall time of several measurements and their highest peak RSS (None if one failed)."""
+    if any(m is None for m in measured):
+        return None
+    return statistics.median(m[0] for m in measured), max(m[1] for m in measured)
+
+
+def spread(measured: list[tuple[float, float] | None]) -> str:
+    return ", ".join("FAILED" if m is None else f"{m[0]:.1f}" for m in measured)
+
+
 def shown(measured: tuple[float, float] | None) -> str:
     return "FAILED" if measured is None else f"{measured[0]:.1f} s · {measured[1]:.2f} GiB"
 
@@ -221,7 +235,8 @@ def main() -> None:
                             command,
                         )
 
-                    added = add_run(runs)  # the full aggregation wrote the snapshot: one run beside it
+                    # the full aggregation wrote the snapshot: the first addition reads one run beside it
+                    additions = [add_run(runs)]
                     step = argo_step(work / f"pod-{kind}-{n}", store, template, runs + 1, env)
                     report = (
                         timed(["report", "build", "--data", str(out), "--out", str(work / f"site-{n}")], env)
@@ -230,13 +245,14 @@ def main() -> None:
                     )
                     # more runs until more than SNAPSHOT_LAG are read beside the snapshot: the
                     # last addition writes them as a part (one in SNAPSHOT_LAG + 1 does)
-                    for extra in range(1, SNAPSHOT_LAG):
-                        add_run(runs + extra)
+                    additions += [add_run(runs + extra) for extra in range(1, SNAPSHOT_LAG)]
+                    added = typical(additions)
                     part = add_run(runs + SNAPSHOT_LAG)
                     merged = add_run(runs + SNAPSHOT_LAG + 1, MERGING)
                     rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, part, merged, step, report))
                     console.print(
                         f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
+                        f" (median of {len(additions)}: {spread(additions)})"
                         f", add run writing a part {shown(part)}, add run merging the parts {shown(merged)}"
                         f", add run as the Argo step {shown(step)}"
                         + (f", report {shown(report)}" if kind == "local" and n in (min(sizes), max(sizes)) else "")
@@ -253,7 +269,7 @@ def main() -> None:
         "full",
         "full ÷ read",
         "verify (nothing new)",
-        "add a run",
+        f"add a run (median of {SNAPSHOT_LAG})",
         "add a run, part written",
         "add a run, parts merged",
         "add a run, Argo step",
