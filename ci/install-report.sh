@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Evidence report project (reports/) on a Debian machine with Node.js 20 + npm:
-# `npm ci` from the committed package-lock.json, then the air-gapped Parquet patch
-# (reports/scripts/offline-parquet.mjs, also the package's postinstall), which makes
-# DuckDB-wasm read Parquet without downloading an extension. After this, `pvbench report build`
-# needs no network at all.
+# `npm ci` from the committed package-lock.json, then the package's postinstall patches: the
+# air-gapped Parquet patch (reports/scripts/offline-parquet.mjs), which makes DuckDB-wasm read
+# Parquet without downloading an extension, and reports/scripts/sveltekit-workers.mjs, which
+# ends SvelteKit's build workers when done (the build's peak memory). After this,
+# `pvbench report build` needs no network at all.
 # Idempotent: does nothing when node_modules already matches the lock file and the patch.
 set -euo pipefail
 cd "$(dirname "$0")/../reports"
@@ -15,9 +16,10 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 18 ] || die "Node.js $(node --version) is too old; Evidence needs 18 or newer (20 recommended)"
 
 stamp=node_modules/.pvbench-install-stamp
-want=$(cat package.json package-lock.json scripts/offline-parquet.mjs | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1; then
-  echo "reports/: node_modules matches package-lock.json, offline Parquet patch in place"
+want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1 \
+  && node scripts/sveltekit-workers.mjs >/dev/null 2>&1; then
+  echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit workers patches in place"
   exit 0
 fi
 
@@ -25,6 +27,7 @@ echo "reports/: npm ci (about 1 minute, ~700 MB)"
 rm -f "$stamp"
 npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 # Again, explicitly: npm may be configured with ignore-scripts; this fails loudly if the
-# upstream code changed and the patch no longer applies.
+# upstream code changed and a patch no longer applies.
 node scripts/offline-parquet.mjs
+node scripts/sveltekit-workers.mjs
 echo "$want" > "$stamp"

@@ -282,12 +282,14 @@ def test_numbers_are_rounded_to_what_the_data_supports():
 
 def test_the_build_bounds_nodes_heap_unless_told_otherwise():
     """Node's heap is bounded (its default grows with the machine); a NODE_OPTIONS that sets its
-    own bound wins, and other options are kept."""
+    own bound wins, and other options are kept. --expose-gc is always there: the patched
+    SvelteKit collects the build's garbage before each of its worker threads starts."""
     from pvbench.report.build import REPORT_HEAP_MIB, _node_options
 
-    assert _node_options("") == f"--max-old-space-size={REPORT_HEAP_MIB}"
-    assert _node_options("--trace-warnings") == f"--trace-warnings --max-old-space-size={REPORT_HEAP_MIB}"
-    assert _node_options("--max-old-space-size=4096") == "--max-old-space-size=4096"
+    assert _node_options("") == f"--max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
+    assert _node_options("--trace-warnings") == f"--trace-warnings --max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
+    assert _node_options("--max-old-space-size=4096") == "--max-old-space-size=4096 --expose-gc"
+    assert _node_options("--expose-gc --max-old-space-size=4096") == "--expose-gc --max-old-space-size=4096"
 
 
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
@@ -298,6 +300,31 @@ def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PVBENCH_REPORTS_DIR", str(project))
     with pytest.raises(ReportError, match="install-report.sh"):
         build_report(tmp_path / "data", tmp_path / "site", quiet=True)
+
+
+def test_an_install_without_the_workers_patch_is_a_clear_error(tmp_path, monkeypatch):
+    """An Evidence install whose SvelteKit lacks reports/scripts/sveltekit-workers.mjs's patch
+    (e.g. `npm ci --ignore-scripts`) is refused with the way to fix it, as the Parquet patch is."""
+    import pvbench.report.build as report_build
+
+    project = tmp_path / "reports"
+    for name in ("package.json", "evidence.config.yaml"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "reports" / name, project / name)
+    modules = project / "node_modules"
+    (modules / "@evidence-dev" / "evidence").mkdir(parents=True)
+    (modules / "@evidence-dev" / "evidence" / "cli.js").write_text("")
+    usql = modules / "@evidence-dev" / "universal-sql" / "src" / "client-duckdb" / "node.js"
+    usql.parent.mkdir(parents=True)
+    usql.write_text(f"// {report_build.PATCH_MARKER} v2")
+    fork = modules / "@sveltejs" / "kit" / "src" / "utils" / "fork.js"
+    fork.parent.mkdir(parents=True)
+    fork.write_text("export function forked(module, callback) {}")
+    monkeypatch.setattr(report_build.shutil, "which", lambda name: f"/usr/bin/{name}")
+    with pytest.raises(ReportError, match="SvelteKit's build workers.*install-report.sh"):
+        report_build.check_installed(project)
+    fork.write_text(f"// {report_build.WORKERS_PATCH_MARKER} v1")
+    assert report_build.check_installed(project) == project
 
 
 def test_the_sources_read_the_tables_of_the_contract():
