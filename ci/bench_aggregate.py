@@ -82,7 +82,7 @@ def template_document(work: Path) -> dict:
     return json.loads(doc.to_json())
 
 
-def run_documents(template: dict, run_index: int, seed: int):
+def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAMPAIGN):
     """(key, bytes) of one synthetic run: each class a level, each result a little noise."""
     rng = random.Random(seed + run_index)
     workloads = [f"wl-{w:02d}" for w in range(WORKLOADS)]
@@ -92,7 +92,7 @@ def run_documents(template: dict, run_index: int, seed: int):
                 doc = copy.deepcopy(template)
                 ident = doc["identity"]
                 ident.update(
-                    campaign=CAMPAIGN,
+                    campaign=campaign,
                     run=f"run-{run_index:04d}",
                     occasion=OCCASIONS[run_index % 4],
                     storage_class=f"sc-{c:02d}",
@@ -109,13 +109,13 @@ def run_documents(template: dict, run_index: int, seed: int):
                 yield key, json.dumps(doc, indent=2).encode()
 
 
-def write_runs(store, template: dict, first: int, count: int) -> None:
+def write_runs(store, template: dict, first: int, count: int, campaign: str = CAMPAIGN) -> None:
     def put(item):
         store.put_bytes(*item)
 
     with ThreadPoolExecutor(1 if isinstance(store, LocalStore) else S3_READERS) as pool:
         for r in range(first, first + count):
-            list(pool.map(put, run_documents(template, r, seed=7)))
+            list(pool.map(put, run_documents(template, r, seed=7, campaign=campaign)))
 
 
 def read_bytes(store) -> tuple[float, int]:
