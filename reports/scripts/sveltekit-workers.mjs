@@ -5,9 +5,9 @@
 // (src/utils/fork.js): analysing the routes, then prerendering every page. Version 2.8.4
 // `unref()`s a worker once it has sent its result instead of ending it, so the analysing
 // worker's heap stays in the process through the client build and the prerendering, and each
-// worker starts beside the garbage the build left on the main heap. Measured on the report of a
-// 100,000-result campaign (`pvbench report build`, peak RSS): 3.12 GB as installed, 2.91 GB
-// with the workers ended, 2.50 GB with a collection before each worker starts as well.
+// worker starts beside the garbage the build left on the main heap. The build of a
+// 100,000-result campaign's report peaked at 2.98 GiB as installed, 2.45 GiB patched
+// (ci/bench_aggregate.py).
 //
 // How, in fork.js:
 //   - a worker ends itself once it has posted its result (process.exit in a worker thread ends

@@ -62,7 +62,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 REPORT_HEAP_MIB = 2048
 # --expose-gc: the patched SvelteKit (reports/scripts/sveltekit-workers.mjs) collects the build's
 # garbage before each of its worker threads starts; with the workers ended when done, the build of
-# a 100,000-result campaign's report peaked at 2.50 GB RSS instead of 3.12 GB.
+# a 100,000-result campaign's report peaked at 2.45 GiB instead of 2.98 GiB (ci/bench_aggregate.py).
 WORKERS_PATCH_MARKER = "pvbench-sveltekit-workers"
 
 
