@@ -290,6 +290,8 @@ def test_the_build_bounds_nodes_heap_unless_told_otherwise():
     assert _node_options("--trace-warnings") == f"--trace-warnings --max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
     assert _node_options("--max-old-space-size=4096") == "--max-old-space-size=4096 --expose-gc"
     assert _node_options("--expose-gc --max-old-space-size=4096") == "--expose-gc --max-old-space-size=4096"
+    quoted = '--require "/opt/my hooks/trace.js"'
+    assert _node_options(quoted) == f"{quoted} --max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
 
 
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):

@@ -67,12 +67,11 @@ WORKERS_PATCH_MARKER = "pvbench-sveltekit-workers"
 
 
 def _node_options(given: str) -> str:
-    options = given.split()
-    if "--max-old-space-size" not in given:
-        options.append(f"--max-old-space-size={REPORT_HEAP_MIB}")
-    if "--expose-gc" not in options:
-        options.append("--expose-gc")
-    return " ".join(options)
+    """The given NODE_OPTIONS kept as they are (quoting and all), with what the build needs added."""
+    added = [] if "--max-old-space-size" in given else [f"--max-old-space-size={REPORT_HEAP_MIB}"]
+    if "--expose-gc" not in given.split():
+        added.append("--expose-gc")
+    return " ".join([given.strip(), *added]).strip()
 
 
 class ReportError(RuntimeError):
