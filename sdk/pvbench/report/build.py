@@ -109,7 +109,7 @@ def check_installed(project: Path | None = None) -> Path:
     if not fork.is_file() or WORKERS_PATCH_MARKER not in fork.read_text(encoding="utf-8", errors="replace"):
         raise ReportError(
             "the Evidence install lacks the patch that ends SvelteKit's build workers (the build would "
-            f"hold ~0.6 GB more): {hint}"
+            f"peak ~0.5 GiB higher): {hint}"
         )
     return project
 
