@@ -3,7 +3,8 @@
 # `npm ci` from the committed package-lock.json, then the package's postinstall patches: the
 # air-gapped Parquet patch (reports/scripts/offline-parquet.mjs), which makes DuckDB-wasm read
 # Parquet without downloading an extension, and reports/scripts/sveltekit-workers.mjs, which
-# ends SvelteKit's build workers when done (the build's peak memory). After this,
+# ends SvelteKit's build workers when done and starts its client build once the server build's
+# memory is free (the build's peak memory). After this,
 # `pvbench report build` needs no network at all.
 # Idempotent: does nothing when node_modules already matches the lock file and the patch.
 set -euo pipefail
@@ -19,7 +20,7 @@ stamp=node_modules/.pvbench-install-stamp
 want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1 \
   && node scripts/sveltekit-workers.mjs >/dev/null 2>&1; then
-  echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit workers patches in place"
+  echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit build patches in place"
   exit 0
 fi
 

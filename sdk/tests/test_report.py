@@ -294,6 +294,18 @@ def test_the_build_bounds_nodes_heap_unless_told_otherwise():
     assert _node_options(quoted) == f"{quoted} --max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
 
 
+def test_the_build_tunes_malloc_unless_told_otherwise():
+    from pvbench.report.build import MALLOC_ENV, REPORT_HEAP_MIB, _build_env
+
+    env = _build_env({"PATH": "/usr/bin"})
+    assert {name: env[name] for name in MALLOC_ENV} == MALLOC_ENV
+    assert env["NODE_OPTIONS"] == f"--max-old-space-size={REPORT_HEAP_MIB} --expose-gc"
+    mine = _build_env({"MALLOC_ARENA_MAX": "8", "NODE_OPTIONS": "--max-old-space-size=4096"})
+    assert "MALLOC_ARENA_MAX" not in mine  # the user's own stays, from the process's environment
+    assert mine["MALLOC_MMAP_THRESHOLD_"] == MALLOC_ENV["MALLOC_MMAP_THRESHOLD_"]
+    assert mine["NODE_OPTIONS"] == "--max-old-space-size=4096 --expose-gc"
+
+
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     project = tmp_path / "reports"
     project.mkdir()
@@ -306,7 +318,8 @@ def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_an_install_without_the_workers_patch_is_a_clear_error(tmp_path, monkeypatch):
     """An Evidence install whose SvelteKit lacks reports/scripts/sveltekit-workers.mjs's patch
-    (e.g. `npm ci --ignore-scripts`) is refused with the way to fix it, as the Parquet patch is."""
+    (e.g. `npm ci --ignore-scripts`), or carries its older version (v1 patched fork.js only), is
+    refused with the way to fix it, as the Parquet patch is."""
     import pvbench.report.build as report_build
 
     project = tmp_path / "reports"
@@ -319,13 +332,21 @@ def test_an_install_without_the_workers_patch_is_a_clear_error(tmp_path, monkeyp
     usql = modules / "@evidence-dev" / "universal-sql" / "src" / "client-duckdb" / "node.js"
     usql.parent.mkdir(parents=True)
     usql.write_text(f"// {report_build.PATCH_MARKER} v2")
-    fork = modules / "@sveltejs" / "kit" / "src" / "utils" / "fork.js"
-    fork.parent.mkdir(parents=True)
-    fork.write_text("export function forked(module, callback) {}")
+    kit = modules / "@sveltejs" / "kit"
+    fork, vite = kit / "src" / "utils" / "fork.js", kit / "src" / "exports" / "vite" / "index.js"
+    for file in (fork, vite):
+        file.parent.mkdir(parents=True)
+        file.write_text("// as installed")
     monkeypatch.setattr(report_build.shutil, "which", lambda name: f"/usr/bin/{name}")
-    with pytest.raises(ReportError, match="SvelteKit's build workers.*install-report.sh"):
+    with pytest.raises(ReportError, match="fork.js.*SvelteKit's build workers.*install-report.sh"):
         report_build.check_installed(project)
-    fork.write_text(f"// {report_build.WORKERS_PATCH_MARKER} v1")
+    fork.write_text("// pvbench-sveltekit-workers v1: the task is done")  # the older patch
+    with pytest.raises(ReportError, match="fork.js"):
+        report_build.check_installed(project)
+    fork.write_text(f"// {report_build.WORKERS_PATCH_MARKER}: the task is done")
+    with pytest.raises(ReportError, match="vite/index.js.*install-report.sh"):
+        report_build.check_installed(project)
+    vite.write_text(f"// {report_build.WORKERS_PATCH_MARKER}: not now")
     assert report_build.check_installed(project) == project
 
 
