@@ -306,6 +306,32 @@ def test_the_build_tunes_malloc_unless_told_otherwise():
     assert mine["NODE_OPTIONS"] == "--max-old-space-size=4096 --expose-gc"
 
 
+def test_a_page_query_that_fails_fails_the_build(tmp_path):
+    """`evidence build:strict` logs a page query's error and exits 0 (the page would ship showing
+    the error): the build step reads Evidence's line and fails, naming each query once."""
+    from pvbench.report.build import _run_step
+
+    printed = (
+        'broken | Error in Query! Binder Error: Referenced column "no_such_column" not found in FROM clause!\n'
+        "LINE 2: DESCRIBE SELECT * FROM (select no_such_column from pvbench.report_overview\n"
+        'broken | Error in Query! Binder Error: Referenced column "no_such_column" not found in FROM clause!\n'
+        "Build complete --> ./build\n"
+    )
+    step = {
+        "cmd": [sys.executable, "-c", f"print({printed!r}, end='')"],
+        "cwd": tmp_path,
+        "env": dict(os.environ),
+        "log_path": tmp_path / "build.log",
+        "label": "evidence build",
+        "status": None,
+        "timeout_s": 60,
+    }
+    _run_step(**step)  # the sources step: exit 0 is success
+    with pytest.raises(ReportError, match=r"1 page query failed.*\n  broken: Binder Error: Referenced column") as err:
+        _run_step(**step, query_errors_fail=True)
+    assert str(err.value).count("broken:") == 1
+
+
 def test_missing_install_is_a_clear_error(tmp_path, monkeypatch):
     project = tmp_path / "reports"
     project.mkdir()

@@ -43,8 +43,8 @@ def report_tables() -> dict[str, dict[str, str]]:
     """The data contract: the tables the report pages read (the last layer, report_*) with their
     columns (name → DuckDB type), as the models make them (pvbench.pipeline.table_schemas: the
     models run over no results). Nothing here is typed by hand: a page that reads a column no
-    model makes fails `evidence build --strict` on the staged tables, and a data directory whose
-    table lacks a column fails stage_data."""
+    model makes fails the build on the staged tables (its query's error, which Evidence only logs,
+    fails build_report), and a data directory whose table lacks a column fails stage_data."""
     return {table: columns for table, columns in table_schemas().items() if table.startswith("report_")}
 
 
@@ -211,12 +211,27 @@ def _project_lock(project: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+# How Evidence reports a page query that failed while prerendering ("<query> | Error in Query! <why>"):
+# `evidence build:strict` logs it and still exits 0, shipping a page that shows the error.
+_QUERY_ERROR = re.compile(r"^(?P<query>\S+) \| Error in Query! (?P<why>.+)$")
+
+
 def _run_step(
-    cmd: list[str], *, cwd: Path, env: dict[str, str], log_path: Path, label: str, status, timeout_s: float
+    cmd: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    label: str,
+    status,
+    timeout_s: float,
+    query_errors_fail: bool = False,
 ) -> None:
-    """Run one Evidence command, streaming its output into the log and the spinner."""
+    """Run one Evidence command, streaming its output into the log and the spinner. With
+    ``query_errors_fail``, a page query that failed fails the step, though Evidence exits 0."""
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=40)
+    failed_queries: dict[str, str] = {}
     lines: queue.Queue[str | None] = queue.Queue()
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
@@ -255,6 +270,9 @@ def _run_step(
                 if clean.strip():
                     tail.append(clean)
                     last = clean.strip()
+                    failed = _QUERY_ERROR.match(last)
+                    if failed:
+                        failed_queries.setdefault(failed["query"], failed["why"])
             elapsed = time.monotonic() - started
             if status is not None:
                 status.update(f"[bold]{label}[/] {elapsed:4.0f}s  [dim]{last[:70]}[/]")
@@ -271,6 +289,12 @@ def _run_step(
         code = proc.wait()
     if code != 0:
         raise ReportError(f"{label} failed (exit {code}); log: {log_path}\n" + "\n".join(tail))
+    if query_errors_fail and failed_queries:
+        raise ReportError(
+            f"{label}: {len(failed_queries)} page quer{'y' if len(failed_queries) == 1 else 'ies'} failed (the "
+            f"site would show the error instead of the data); log: {log_path}\n"
+            + "\n".join(f"  {query}: {why}" for query, why in sorted(failed_queries.items()))
+        )
 
 
 def _is_site(path: Path) -> bool:
@@ -330,6 +354,7 @@ def build_report(
                 label="evidence build (1–2 min)",
                 status=status,
                 timeout_s=timeout_s,
+                query_errors_fail=True,
             )
         built = project / "build"
         if not _is_site(built):
