@@ -251,6 +251,22 @@ def cells_of(rows: list[dict]):
     ]
 
 
+def as_lists(cells) -> list:
+    """Cells with each entry's values as a list (_cells gives slices of one float array)."""
+    return [
+        (
+            c.campaign,
+            c.storage_class,
+            c.key,
+            c.better,
+            c.unit,
+            c.workload_title,
+            [(*e[:4], list(e[4])) for e in c.entries],
+        )
+        for c in cells
+    ]
+
+
 def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):
     """report_comparisons reads each cell's headline values grouped by occasion (in SQL): the
     verdicts are those of the same comparisons fed one row per value, for every kind (all class
@@ -304,7 +320,7 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
         ]
         grouped = _cells(con)
         assert len(grouped) < len(single)
-        assert grouped == cells_of(single)
+        assert as_lists(grouped) == as_lists(cells_of(single))
         kinds = {r["kind"] for r in report_comparison_rows(grouped, settings)}
         assert essentials(report_comparison_rows(grouped, settings)) == essentials(
             report_comparison_rows(cells_of(single), settings)

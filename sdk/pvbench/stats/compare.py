@@ -248,7 +248,8 @@ def as_occasions(side: Iterable) -> list[np.ndarray]:
     items = list(side)
     if items and not isinstance(items[0], (list, tuple, np.ndarray)):
         return [np.asarray([float(v)]) for v in items]
-    return [np.asarray(list(o), dtype=float) for o in items if len(o)]
+    # an array is taken as it is (the report's comparisons pass slices of one array: no copies)
+    return [np.asarray(o if isinstance(o, np.ndarray) else list(o), dtype=float) for o in items if len(o)]
 
 
 def occasion_means(occasions: list[np.ndarray]) -> np.ndarray:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable
 
+import numpy as np
+
 from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, describe
@@ -90,9 +92,9 @@ COLUMNS = [
 @dataclass(frozen=True)
 class Cell:
     """One campaign × storage class × profile × workload × direction × metric with its headline
-    values by occasion: ``entries`` are (run, occasion, role, started_at epoch, sorted values), in
-    the order they ran (run, occasion, role). An occasion whose results carry more than one role
-    (rare) has an entry per role."""
+    values by occasion: ``entries`` are (run, occasion, role, started_at epoch, sorted values as a
+    float array), in the order they ran (run, occasion, role). An occasion whose results carry more
+    than one role (rare) has an entry per role."""
 
     campaign: str
     storage_class: str
@@ -108,36 +110,49 @@ _CELL = ("campaign", "storage_class", "profile", "workload", "direction", "metri
 
 def _cells(con) -> list[Cell]:
     """The headline values of the campaign, a Cell each: the occasions' rows as the runs' compacts
-    hold them (occasion_measurements), grouped into cells by DuckDB, so 100,000 results come to
-    Python as ~1,000 rows of lists instead of a dict per occasion and class, grouped again in
-    Python for every comparison (most of the comparisons' cost was that plumbing)."""
+    hold them (occasion_measurements), grouped into cells by DuckDB. The entries come to Python as
+    ~200 rows of lists (a cell each) and the values as one float array, each entry's values a
+    slice of it: 100,000 results are ~150,000 values, which as Python floats in nested lists took
+    half the comparisons' time."""
     cell = ", ".join(_CELL)
     entry = f"{cell}, workload_title, unit, better, run, occasion"
-    in_order = "order by run, occasion, role"
-    roles = "len(list_distinct(list_transform(observations, o -> coalesce(o.role, ''))))"
-    cursor = con.execute(
-        f"""with entries as (
-            select {entry}, observations[1].role as role,
-                   list_sort(list_transform(observations, o -> o.value)) as values, epoch(started_at) as started_at
-            from occasion_measurements
-            where is_headline and {roles} = 1
-            union all
-            select {entry}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
-            from (select {entry}, unnest(observations) as o from occasion_measurements where is_headline and {roles} > 1)
-            group by {entry}, o.role
+    in_order = "order by entry"
+    cursor = con.cursor()  # its own temp table: the connection may be another thread's
+    try:
+        cursor.execute(
+            f"""create temp table comparison_entries as
+            with entries as (  -- an entry per role of an occasion (almost always one)
+                select {entry}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
+                from (select {entry}, unnest(observations) as o from occasion_measurements where is_headline)
+                group by {entry}, o.role
+            )
+            select *, row_number() over (order by {cell}, run, occasion, role) as entry from entries"""
         )
-        select {cell},
-               first(better {in_order}), first(unit {in_order}), first(workload_title {in_order}),
-               list(run {in_order}), list(occasion {in_order}), list(role {in_order}),
-               list(started_at {in_order}), list(values {in_order})
-        from entries
-        group by {cell}
-        order by {cell}"""
-    )
-    return [
-        Cell(r[0], r[1], r[2:6], r[6], r[7], r[8], list(zip(r[9], r[10], r[11], r[12], r[13])))
-        for r in cursor.fetchall()
-    ]
+        rows = cursor.execute(
+            f"""select {cell},
+                   first(better {in_order}), first(unit {in_order}), first(workload_title {in_order}),
+                   list(run {in_order}), list(occasion {in_order}), list(role {in_order}),
+                   list(started_at {in_order}), list(len(values) {in_order})
+            from comparison_entries
+            group by {cell}
+            order by {cell}"""
+        ).fetchall()
+        flat = cursor.execute(
+            """select value from (
+                   select entry, unnest(values) as value, generate_subscripts(values, 1) as i from comparison_entries
+               ) order by entry, i"""
+        ).fetchnumpy()["value"]
+    finally:
+        cursor.close()
+    flat = np.ma.filled(flat, np.nan).astype(float, copy=False)  # a masked array if a value is null
+    cells, start = [], 0
+    for r in rows:
+        entries = []
+        for run, occasion, role, started_at, size in zip(r[9], r[10], r[11], r[12], r[13]):
+            entries.append((run, occasion, role, started_at, flat[start : start + size]))
+            start += size
+        cells.append(Cell(r[0], r[1], r[2:6], r[6], r[7], r[8], entries))
+    return cells
 
 
 # Up to this many storage classes in a campaign, every pair is compared; beyond it, every class
@@ -157,25 +172,33 @@ def class_pairs(measured: dict[str, int]) -> list[tuple[str, str]]:
     return [(reference, c) for c in classes if c != reference]
 
 
-def _groups(cells: list[Cell], with_class: bool, keep: Callable[[tuple], bool] | None = None) -> dict[tuple, dict]:
-    """The cells' entries that ``keep`` (all by default), as compare_groups matches them: by key
-    (with the storage class first when ``with_class``), each with its values by occasion (run ×
-    occasion; an occasion's roles pooled, as sides.group_values pools them)."""
-    groups: dict[tuple, dict] = {}
+def _groups(
+    cells: list[Cell], with_class: bool, side_of: Callable[[tuple], str | None]
+) -> dict[str, dict[tuple, dict]]:
+    """The cells' entries by side, in one pass: ``side_of`` names the side an entry is on (None:
+    on neither). Each side's groups are as compare_groups matches them: by key (with the storage
+    class first when ``with_class``), each with its values by occasion (run × occasion; an
+    occasion's roles pooled, as sides.group_values pools them)."""
+    sides: dict[str, dict[tuple, dict]] = {}
     for cell in cells:
-        occasions: dict[tuple, list] = {}
+        by_side: dict[str, dict[tuple, np.ndarray]] = {}
         for entry in cell.entries:
-            if keep is None or keep(entry):
-                occasions.setdefault(entry[:2], []).extend(entry[4])
-        if occasions:
-            groups[(cell.storage_class, *cell.key) if with_class else cell.key] = {
+            side = side_of(entry)
+            if side is None:
+                continue
+            occasions = by_side.setdefault(side, {})
+            occasion = entry[:2]
+            values = occasions.get(occasion)
+            occasions[occasion] = entry[4] if values is None else np.concatenate((values, entry[4]))
+        for side, occasions in by_side.items():
+            sides.setdefault(side, {})[(cell.storage_class, *cell.key) if with_class else cell.key] = {
                 "occasions": occasions,
                 "better": cell.better,
                 "unit": cell.unit,
                 "workload_title": cell.workload_title,
                 "storage_class": cell.storage_class,
             }
-    return groups
+    return sides
 
 
 def _last_two_runs(cells: list[Cell]) -> tuple[str, str, set[str]] | None:
@@ -201,35 +224,40 @@ def comparison_families(cells: list[Cell]):
     for cell in cells:
         by_campaign[cell.campaign][cell.storage_class].append(cell)
     for campaign, by_class in sorted(by_campaign.items()):
-        whole = {sc: _groups(class_cells, False) for sc, class_cells in by_class.items()}
+        whole = {
+            sc: _groups(class_cells, False, lambda e: "all").get("all", {}) for sc, class_cells in by_class.items()
+        }
         measured = {sc: sum(len(e[4]) for c in class_cells for e in c.entries) for sc, class_cells in by_class.items()}
         for a, b in class_pairs(measured):
             yield "storage_class", campaign, a, b, None, whole[a], whole[b], {}
         for sc, class_cells in sorted(by_class.items()):
             roles = {entry[2] for cell in class_cells for entry in cell.entries}
             if {"baseline", "candidate"} <= roles:
+                sides = _groups(class_cells, True, lambda e: e[2] if e[2] in ("baseline", "candidate") else "history")
                 yield (
                     "role",
                     campaign,
                     "role=baseline",
                     "role=candidate",
                     sc,
-                    _groups(class_cells, True, lambda e: e[2] == "baseline"),
-                    _groups(class_cells, True, lambda e: e[2] == "candidate"),
-                    _groups(class_cells, True, lambda e: e[2] not in ("baseline", "candidate")),
+                    sides.get("baseline", {}),
+                    sides.get("candidate", {}),
+                    sides.get("history", {}),
                 )
             runs = _last_two_runs(class_cells)
             if runs is not None:
                 prev, last, earlier = runs
+                side = {prev: "baseline", last: "candidate", **dict.fromkeys(earlier, "history")}
+                sides = _groups(class_cells, True, lambda e: side.get(e[0]))
                 yield (
                     "run",
                     campaign,
                     f"run={prev}",
                     f"run={last}",
                     sc,
-                    _groups(class_cells, True, lambda e: e[0] == prev),
-                    _groups(class_cells, True, lambda e: e[0] == last),
-                    _groups(class_cells, True, lambda e: e[0] in earlier),
+                    sides.get("baseline", {}),
+                    sides.get("candidate", {}),
+                    sides.get("history", {}),
                 )
 
 
