@@ -49,6 +49,12 @@ class CountingStore:
             self.reads.append(key)
         return self._store.get_bytes(key)
 
+    def get_many(self, keys):
+        for key, content in self._store.get_many(keys):
+            if key.endswith(RESULT_FILE):
+                self.reads.append(key)
+            yield key, content
+
     def __getattr__(self, name):
         return getattr(self._store, name)
 

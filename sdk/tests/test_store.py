@@ -174,3 +174,65 @@ def test_local_delete_leaves_no_empty_folders_and_keeps_the_root(tmp_path):
     store.delete("snapshot/campaign=c/manifest.json")
     store.delete("snapshot/campaign=c/not-there.json")  # no error
     assert (tmp_path / "store").is_dir() and not any((tmp_path / "store").iterdir())
+
+
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_get_many_reads_in_order_and_an_unreadable_key_does_not_stop_the_others(kind, tmp_path, request):
+    url = str(tmp_path / "store") if kind == "local" else request.getfixturevalue("s3_store_url")
+    store = open_store(url)
+    keys = [f"results/run=r/rep={i}/result.json" for i in range(40)]
+    for i, key in enumerate(keys):
+        store.put_bytes(key, f"document {i} ".encode() * (i + 1))
+    wanted = keys[:7] + ["results/run=r/missing/result.json"] + keys[7:]
+    got = list(store.get_many(wanted))
+    assert [key for key, _ in got] == wanted
+    for key, content in got:
+        if "missing" in key:
+            assert isinstance(content, Exception)
+            if kind == "s3":  # the SDK's word for it, as get_bytes gives it
+                assert "NoSuchKey" in str(content)
+        else:
+            assert content == store.get_bytes(key)
+    if kind == "s3":
+        assert store._multi_get  # a missing object is not a failure of the way objects are read
+
+
+def test_s3_get_many_with_libcurl_in_order_and_bounded(s3_store_url):
+    """The multi interface answers in the order asked, however the transfers finish, with at
+    most ``ahead`` URLs fetched beyond the one answered next."""
+    from pvbench.store import multi_get
+
+    assert multi_get.available()  # a dependency: the fast way is the one tested
+    store = open_store(s3_store_url)
+    keys = [f"k/{i:03d}" for i in range(30)]
+    for i, key in enumerate(keys):
+        store.put_bytes(key, b"x" * (1 + 5000 * (i % 3)))  # sizes that finish out of order
+    asked = []
+
+    def urls():
+        for key in keys:
+            asked.append(key)
+            yield store._presigned(key)
+
+    answered = 0
+    for response, key in zip(multi_get.get_all(urls(), connections=3, ahead=4), keys):
+        assert response.status == 200 and response.body == store.get_bytes(key)
+        answered += 1
+        assert len(asked) <= answered - 1 + 4  # never more than `ahead` beyond the next answer
+    assert answered == len(keys)
+
+
+def test_s3_get_many_falls_back_to_the_sdk_when_libcurl_cannot_read(s3_store_url, monkeypatch, caplog):
+    """A way that fails (here every URL points where nothing listens, as a refused certificate
+    or a proxy in the way would fail it) is left, with one warning: the SDK reads the rest."""
+    store = open_store(s3_store_url)
+    keys = [f"k/{i}" for i in range(12)]
+    for key in keys:
+        store.put_bytes(key, key.encode())
+    monkeypatch.setattr(store, "_presigned", lambda key: f"http://127.0.0.1:9/{key}")  # discard port
+    with caplog.at_level("WARNING", logger="pvbench.store"):
+        got = dict(store.get_many(keys))
+    assert got == {key: key.encode() for key in keys}
+    assert not store._multi_get
+    assert sum("reading through the S3 SDK instead" in r.getMessage() for r in caplog.records) == 1
+    assert dict(store.get_many(keys[:2])) == {key: key.encode() for key in keys[:2]}  # stays on the SDK

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows
 from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
-from pvbench.store import LocalStore, Store, StoredObject
+from pvbench.store import Store, StoredObject
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
@@ -75,9 +75,6 @@ DOCUMENT_COLUMNS: dict[str, str] = {
     "problem": "VARCHAR",  # NULL when valid; invalid | other-schema
     "reason": "VARCHAR",
 }
-
-# Documents are read this many at a time from S3 (a GET each); a local store reads them in turn.
-S3_READERS = 16
 
 
 @dataclass(frozen=True)
@@ -176,19 +173,10 @@ def is_current(con: duckdb.DuckDBPyConnection, store: Store, compact: Compact, l
 
 
 def _contents(store: Store, objects: tuple[StoredObject, ...]) -> Iterator[tuple[StoredObject, bytes | Exception]]:
-    """Each object with its bytes (or the error reading them), in listing order; S3 reads overlap."""
-
-    def read(obj: StoredObject):
-        try:
-            return obj, store.get_bytes(obj.key)
-        except Exception as exc:  # one unreadable document must not lose the run
-            return obj, exc
-
-    if isinstance(store, LocalStore):
-        yield from map(read, objects)
-        return
-    with ThreadPoolExecutor(S3_READERS) as pool:
-        yield from pool.map(read, objects)
+    """Each object with its bytes (or the error reading them: one unreadable document must not
+    lose the run), in listing order; S3 reads overlap (Store.get_many)."""
+    for obj, (_, content) in zip(objects, store.get_many(obj.key for obj in objects)):
+        yield obj, content
 
 
 def validate(content: bytes):

@@ -34,7 +34,6 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -47,7 +46,6 @@ from pvbench.analytics.compact import (
     COMPACT_TABLE,
     COMPACT_TABLES,
     DOCUMENT_COLUMNS,
-    S3_READERS,
     Compact,
 )
 from pvbench.analytics.resources import readable
@@ -208,21 +206,22 @@ def _sql(value: str | list[str]) -> str:
 
 def _local_copies(con: duckdb.DuckDBPyConnection, store: Store, keys: list[str]) -> dict[str, str]:
     """Where DuckDB reads each key: a local store's file as it is; an S3 object copied once into a
-    folder that lives as long as the connection (S3_READERS GETs at a time). The models read the
-    compacts through views, a scan per model: over HTTP each would fetch the files again."""
+    folder that lives as long as the connection (the GETs overlap: Store.get_many). The models
+    read the compacts through views, a scan per model: over HTTP each would fetch the files again."""
     if not isinstance(store, S3Store):
         return {key: store.duckdb_path(key) for key in keys}
     folder = Path(tempfile.mkdtemp(prefix="pvbench-compacts-"))
     weakref.finalize(con, shutil.rmtree, folder, True)
 
-    def fetch(key: str) -> tuple[str, str]:
+    copies = {}
+    for key, content in store.get_many(keys):
+        if isinstance(content, Exception):
+            raise content
         path = folder / key  # the key's folders kept: compact_run is read from the path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(store.get_bytes(key))
-        return key, str(path)
-
-    with ThreadPoolExecutor(S3_READERS) as pool:
-        return dict(pool.map(fetch, keys))
+        path.write_bytes(content)
+        copies[key] = str(path)
+    return copies
 
 
 def _create(con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded) -> None:
