@@ -2,10 +2,10 @@
 
 Why not the minio SDK in threads: compacting a run reads its ~1,000 result documents of ~2 KB
 each. Through the SDK (urllib3) every GET costs ~0.4 ms of Python, under the GIL, so sixteen
-threads read no faster than one core runs Python: 1,000 GETs took 0.47 s on the bench machine,
-0.40 s of it the client's CPU. libcurl makes the same requests in C, on one thread and sixteen
-connections: 0.23 s, 0.08 s of CPU, and the GIL is free meanwhile (DuckDB writing the previous
-run's compact, SciPy importing). Measured side by side by ci/bench_multi_get.py.
+threads read no faster than one core runs Python: 1,000 GETs took 0.52 s on the bench machine,
+0.44 s of it the client's CPU. libcurl makes the same requests in C, on one thread and sixteen
+connections: 0.25 s, 0.09 s of CPU, and the GIL is free meanwhile (DuckDB writing the previous
+run's compact, SciPy importing). ci/bench_multi_get.py prints both, side by side.
 
 The SDK still signs every request (S3Store gives presigned URLs: SigV4, computed locally) and
 makes every other call; a request that fails here is read again through the SDK, which retries
