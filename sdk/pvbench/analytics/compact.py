@@ -279,12 +279,39 @@ def write_compacts(
                 con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
             except duckdb.Error as exc:
                 raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {runs}: {exc}") from exc
+        if len(reads) > 1:
+            _split_tables(con, reads)
         for read in reads:
             where = (read.listing.campaign, read.listing.run)
             _write_compact(store, read, con, len(reads) > 1, (failures or {}).get(where))
     finally:
         for read in reads:
             read.folder.cleanup()
+
+
+def _split_tables(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
+    """Each run's rows of each compact table, as the table's file in the run's folder: one
+    partitioned COPY per table for the whole batch (the part a row goes to is its run label's
+    read), where a COPY per run and table scanned the batch's table once per run (1.45 s of a
+    100,000-result aggregation, 600 statements). A run with no row in a table, or a part that
+    came out as several files, is left to _write_compact (a COPY of its rows: a typed file)."""
+    labels, parts = [], []
+    for part, read in enumerate(reads, 1):
+        for label in sorted(read.runs):
+            labels.append(label)
+            parts.append(part)
+    with tempfile.TemporaryDirectory(prefix="pvbench-parts-") as tmp:
+        for table in COMPACT_TABLES:
+            out = Path(tmp) / table
+            con.execute(
+                f"COPY (SELECT *, list_extract(?, list_position(?, run)) AS pvbench_part FROM {table})"
+                f" TO '{out}' (FORMAT parquet, PARTITION_BY (pvbench_part), FILENAME_PATTERN 'rows')",
+                [parts, labels],
+            )
+            for part, read in enumerate(reads, 1):
+                files = list((out / f"pvbench_part={part}").glob("*.parquet"))
+                if len(files) == 1:
+                    files[0].replace(Path(read.folder.name) / compact_table_file(table))
 
 
 def _write_compact(
@@ -296,6 +323,8 @@ def _write_compact(
     compact = Compact(listing.campaign, listing.run)
     tmp = Path(read.folder.name)
     for table in COMPACT_TABLES:
+        if (tmp / compact_table_file(table)).exists():  # split from the batch's (_split_tables)
+            continue
         rows = f"(SELECT * FROM {table} WHERE list_contains(?, run))" if shared else table
         con.execute(
             f"COPY {rows} TO '{tmp / compact_table_file(table)}' (FORMAT parquet)",
