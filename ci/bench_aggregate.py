@@ -215,6 +215,9 @@ def main() -> None:
                     store = open_store(url)
                     console.print(f"[bold]{kind}, {runs * PER_RUN:,} results[/]: writing …")
                     write_runs(store, template, 0, runs)
+                    # the writes flushed first, as a year of results long is: measured while the
+                    # kernel still writes 125,000 folders back, reading and aggregating both slowed
+                    os.sync()
                     read_s, total = read_bytes(store)
                     out = work / f"tables-{kind}-{n}"
                     full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
