@@ -149,8 +149,11 @@ def test_local_listing_in_threads_is_in_key_order_like_s3(tmp_path, monkeypatch)
     ] + ["results/campaign=c/README", "results/top.json"]
     for key in keys:
         store.put_bytes(key, key.encode())
-    for threads in (1, 4):
+    reads = iter(range(0, 10**9, 5000))  # every folder's walk "reads the disk": threads from the second
+    for threads, disk_reads in ((1, None), (4, None), (4, lambda: next(reads))):
         monkeypatch.setattr(backends, "LIST_THREADS", threads)
+        if disk_reads is not None:
+            monkeypatch.setattr(backends, "_disk_reads", disk_reads)
         for prefix in ("results", "results/campaign=c", "results/campaign=c/run=r2"):
             listed = [o.key for o in store.list_objects(prefix)]
             assert sorted(listed) == sorted(k for k in keys if k.startswith(prefix + "/"))
@@ -236,3 +239,35 @@ def test_s3_get_many_falls_back_to_the_sdk_when_libcurl_cannot_read(s3_store_url
     assert not store._multi_get
     assert sum("reading through the S3 SDK instead" in r.getMessage() for r in caplog.records) == 1
     assert dict(store.get_many(keys[:2])) == {key: key.encode() for key in keys[:2]}  # stays on the SDK
+
+
+def test_local_listing_walks_in_threads_only_once_the_disk_is_read(tmp_path, monkeypatch):
+    """Cached folders are walked in the calling thread (threads would only contend for the GIL);
+    once a folder's walk read the disk, the rest go to LIST_THREADS threads."""
+    from pvbench.store import backends
+
+    store = open_store(str(tmp_path))
+    keys = [f"results/campaign=c/run=r{r}/rep={rep}/result.json" for r in range(6) for rep in (1, 2)]
+    for key in keys:
+        store.put_bytes(key, b"{}")
+    pools = []
+    real_pool = backends.ThreadPoolExecutor
+    monkeypatch.setattr(backends, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
+    counter = {"blocks": 0}
+
+    def disk_reads():
+        return counter["blocks"]
+
+    monkeypatch.setattr(backends, "_disk_reads", disk_reads)
+    assert [o.key for o in store.list_objects("results")] == keys  # cached: no thread
+    assert pools == []
+    walk = backends.LocalStore._walk
+
+    def cold_third(self, folder):
+        if folder.endswith("run=r2"):
+            counter["blocks"] += backends.DISK_READ_BLOCKS + 1  # this walk had to read the disk
+        return walk(self, folder)
+
+    monkeypatch.setattr(backends.LocalStore, "_walk", cold_third)
+    assert [o.key for o in store.list_objects("results")] == keys
+    assert pools == [backends.LIST_THREADS]  # r3… walked in threads, still in key order

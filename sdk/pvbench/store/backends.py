@@ -26,8 +26,11 @@ from pvbench.store import multi_get
 log = logging.getLogger("pvbench.store")
 
 
-# Threads that walk a local store's folders at once (see LocalStore.list_objects).
+# Threads that walk a local store's folders at once, once a folder's walk had to read the disk
+# (more than DISK_READ_BLOCKS blocks of 512 bytes: a cold folder of 1,000 results reads 10,000s,
+# a cached one now and then a few dozen; see LocalStore.list_objects).
 LIST_THREADS = 4
+DISK_READ_BLOCKS = 1024
 # Objects an S3 store reads at once (S3Store.get_many: libcurl's connections, else the SDK's threads).
 S3_READERS = 16
 
@@ -162,10 +165,13 @@ class LocalStore:
     def list_objects(self, prefix: str) -> Iterator[StoredObject]:
         """Every file under the prefix, in key order (a folder's files, then its subfolders').
 
-        The folders of a campaign's runs are walked in LIST_THREADS threads: reading a directory
-        and a stat release the GIL, and a 100,000-result campaign is some 125,000 directories, whose
-        reads wait on the disk when the page cache has let them go. Each run's subtree is a list;
-        the whole listing is never held at once beyond the runs walked ahead."""
+        The folders of a campaign's runs are walked one after the other in this thread while their
+        directories are in the page cache; once a walk had to read the disk (this thread's block
+        reads, getrusage; where that is not known, always), the rest are walked in LIST_THREADS
+        threads, as reading a directory and a stat release the GIL. Cached, threads only contend
+        for the GIL; cold, they overlap the disk's waits (ci/bench_listing.py prints both).
+        Each run's subtree is a list; the whole listing is never held at once beyond the runs
+        walked ahead."""
         base = self._path(prefix)
         if not base.is_dir():
             if base.is_file():
@@ -181,8 +187,18 @@ class LocalStore:
             folder = folders[0]
         if len(folders) <= 1:
             return
+        rest = iter(folders)
+        for folder in rest:
+            before = _disk_reads()
+            objects = self._walk(folder)
+            after = _disk_reads()
+            yield from objects
+            if before is None or after is None or after - before > DISK_READ_BLOCKS:
+                break
+        else:
+            return
         with ThreadPoolExecutor(LIST_THREADS) as pool:
-            for objects in pool.map(self._walk, folders):
+            for objects in pool.map(self._walk, rest):
                 yield from objects
 
     def _scan(self, folder: str) -> tuple[list[StoredObject], list[str]]:
@@ -468,6 +484,16 @@ class S3Store:
             )
         finally:
             self.attempts, self.backoff_s = saved
+
+
+def _disk_reads() -> int | None:
+    """Blocks this thread has read from storage (not from the page cache), where the OS says."""
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_inblock
+    except (ImportError, AttributeError, ValueError, OSError):  # no RUSAGE_THREAD (not Linux)
+        return None
 
 
 def _first_and_rest(iterator):
