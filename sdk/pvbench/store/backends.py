@@ -133,11 +133,7 @@ class LocalStore:
         return self._path(key).read_bytes()
 
     def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes | Exception]]:
-        for key in keys:
-            try:
-                yield key, self.get_bytes(key)
-            except Exception as exc:
-                yield key, exc
+        return ((key, _bytes_or_error(self, key)) for key in keys)
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -389,7 +385,7 @@ class S3Store:
                     if response.status == 200:
                         yield key, response.body
                     elif response.status == 404:
-                        yield key, self._get_or_error(key)
+                        yield key, _bytes_or_error(self, key)
                     else:
                         raise StoreError(response.error or f"HTTP status {response.status}")
                     done += 1
@@ -400,16 +396,10 @@ class S3Store:
                 responses.close()
         if done < len(keys):
             with ThreadPoolExecutor(S3_READERS) as pool:
-                yield from pool.map(lambda key: (key, self._get_or_error(key)), keys[done:])
+                yield from pool.map(lambda key: (key, _bytes_or_error(self, key)), keys[done:])
 
     def _presigned(self, key: str) -> str:
         return self.client.presigned_get_object(self.bucket, self._key(key), expires=timedelta(hours=1))
-
-    def _get_or_error(self, key: str) -> bytes | Exception:
-        try:
-            return self.get_bytes(key)
-        except Exception as exc:
-            return exc
 
     def exists(self, key: str) -> bool:
         from minio.error import S3Error
@@ -484,6 +474,14 @@ class S3Store:
             )
         finally:
             self.attempts, self.backoff_s = saved
+
+
+def _bytes_or_error(store: Store, key: str) -> bytes | Exception:
+    """The key's bytes, or the error reading them (get_many: one unreadable object stops nothing)."""
+    try:
+        return store.get_bytes(key)
+    except Exception as exc:
+        return exc
 
 
 def _disk_reads() -> int | None:
