@@ -60,10 +60,11 @@ PER_RUN_TABLES = ("warmup_by_occasion", "run_cells", "run_usage", "run_setup")
 COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES)
 # The compact's format: bumped when a compact table gains or changes columns, or a new one is added
 # (2: the volume lifecycle; 3: multi-client clients, straggler_ratio; 5: client_volumes;
-# 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage; 8: run_setup). Written into
+# 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage; 8: run_setup; 9: the
+# observations' fields in sort order). Written into
 # documents.parquet's metadata; a compact of another format is rebuilt from its run's documents,
 # like one whose listing changed.
-COMPACT_FORMAT = "8"
+COMPACT_FORMAT = "9"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).
