@@ -186,6 +186,9 @@ def test_get_many_reads_in_order_and_an_unreadable_key_does_not_stop_the_others(
     keys = [f"results/run=r/rep={i}/result.json" for i in range(40)]
     for i, key in enumerate(keys):
         store.put_bytes(key, f"document {i} ".encode() * (i + 1))
+    # larger than one os.read of the local store (READ_CHUNK), and empty: read whole all the same
+    store.put_bytes(keys[3], bytes(range(256)) * 1000)
+    store.put_bytes(keys[4], b"")
     wanted = keys[:7] + ["results/run=r/missing/result.json"] + keys[7:]
     got = list(store.get_many(wanted))
     assert [key for key, _ in got] == wanted

@@ -133,7 +133,15 @@ class LocalStore:
         return self._path(key).read_bytes()
 
     def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes | Exception]]:
-        return ((key, _bytes_or_error(self, key)) for key in keys)
+        """Each key's bytes (or the error reading it), in order, through os.read: Path.read_bytes
+        builds a buffered file object (fstat twice, ioctl, lseek: 7 system calls a file, where
+        open, read to the end and close are 4), ~10 µs of each of 100,000 small documents."""
+        root = str(self.root) + os.sep
+        for key in keys:
+            try:
+                yield key, _read_file(root + key)
+            except Exception as exc:
+                yield key, exc
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -474,6 +482,23 @@ class S3Store:
             )
         finally:
             self.attempts, self.backoff_s = saved
+
+
+def _read_file(path: str) -> bytes:
+    """The whole file: os.read until it returns nothing (a file is read to its end even if it
+    grew since it was listed)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while chunk := os.read(fd, READ_CHUNK):
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# os.read's buffer: a result document is ~2 KB, so one read and the one that finds the end
+READ_CHUNK = 64 * 1024
 
 
 def _bytes_or_error(store: Store, key: str) -> bytes | Exception:

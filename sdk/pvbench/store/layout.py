@@ -23,6 +23,7 @@ are slugs of the labels (the labels themselves live inside result.json, verbatim
 
 from __future__ import annotations
 
+import functools
 import re
 
 RESULTS_ROOT = "results"
@@ -52,6 +53,7 @@ REPORT_DIR = "report"
 _SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a campaign's keys repeat a few labels 100,000 times
 def slug(label: str | int) -> str:
     """A key-safe form of a label: lowercase, [a-z0-9._-], never empty.
 
