@@ -14,9 +14,11 @@ from datetime import timedelta
 import pytest
 from stats_helpers import T0, doc, write
 
+from pvbench.analytics import compact
 from pvbench.analytics.compact import list_compacts
 from pvbench.analytics.resources import duckdb_settings, parse_size
 from pvbench.analytics.runner import connect
+from pvbench.analytics.tables import AnalyticsError
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE
@@ -314,3 +316,53 @@ def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, 
     n3_rows = _compact_file(together, "n3", "result_rows")
     n3 = connect().execute("SELECT count(DISTINCT source_key) FROM read_parquet(?)", [n3_rows]).fetchone()[0]
     assert n3 == 6 + 1  # its own and the copy
+
+
+class LoggingStore(CountingStore):
+    """The store, logging each result.json as it is listed and as it is read."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.events: list[tuple[str, str]] = []
+
+    def list_objects(self, prefix):
+        for obj in self._store.list_objects(prefix):
+            if obj.key.endswith(RESULT_FILE):
+                self.events.append(("listed", obj.key))
+            yield obj
+
+    def get_many(self, keys):
+        for key, content in self._store.get_many(keys):
+            self.events.append(("read", key))
+            yield key, content
+
+
+def test_the_listing_streams_into_the_compaction_run_by_run(tmp_path, monkeypatch):
+    write(tmp_path, night("n1", 1) + night("n2", 2) + night("n3", 3))
+    monkeypatch.setattr(compact, "BATCH_RUNS", 1)  # a batch per run
+    store = LoggingStore(open_store(str(tmp_path)))
+    assert [(r.run, len(r.objects)) for r in compact.iter_runs(store, "syn")] == [("n1", 6), ("n2", 6), ("n3", 6)]
+    assert list(compact.list_runs(store, "syn").values()) == list(compact.iter_runs(store, "syn"))
+    store.events.clear()
+    aggregate(store, "syn")
+    kinds = [kind for kind, _ in store.events]
+    # n1 was read before n3 was listed: the compaction did not wait for the whole listing
+    assert kinds.index("read") < len(kinds) - 1 - kinds[::-1].index("listed")
+    assert sorted(k for kind, k in store.events if kind == "read") == sorted(
+        k for kind, k in store.events if kind == "listed"
+    )
+    con = build_tables(store, "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}
+
+
+def test_a_listing_out_of_key_order_is_an_error_not_a_run_counted_twice(tmp_path):
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = open_store(str(tmp_path))
+    objects = list(store.list_objects("results/campaign=syn"))
+
+    class Shuffled(CountingStore):
+        def list_objects(self, prefix):
+            return iter(objects[1:] + objects[:1])  # a key of n1 after n2's
+
+    with pytest.raises(AnalyticsError, match="not contiguous"):
+        list(compact.iter_runs(Shuffled(store), "syn"))

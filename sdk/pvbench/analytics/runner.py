@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import duckdb
 
@@ -34,6 +34,7 @@ from pvbench.analytics.compact import (
     RunListing,
     build_compacts,
     is_current,
+    iter_runs,
     list_compacts,
     list_runs,
 )
@@ -245,9 +246,11 @@ def refresh_compacts(
     """
     root = root or analytics_dir()
     compact_models, _ = compaction_models(discover_models(root))
-    listings = list_runs(store, campaign, run)
-    own = set(listings) if run is not None else set()  # the run that finished (its failures are given)
     existing = list_compacts(store, campaign)
+    # Without run, the campaign's runs are a stream (iter_runs), listed as they are compacted;
+    # ``listings`` gets each as it is listed, and has them all once build_compacts is done.
+    listings = list_runs(store, campaign, run) if run is not None else {}
+    own = set(listings)  # the run that finished (its failures are given)
     if run is not None:
         # Compacts an older pvbench made (without occasion_measurements) are compacted again from
         # their documents, though another run is the one that finished: read as they are, they
@@ -264,32 +267,48 @@ def refresh_compacts(
         install_metrics(con)  # result_values reads the metric catalog
         held = snapshot.held_documents(con, store, existing) if run is None else {}
 
-        def current(where: tuple[str, str], listing: RunListing) -> bool:
-            if where in held:  # the snapshot holds this compact as it is: its documents are there
-                return held[where] == listing.fingerprint()
-            return is_current(con, store, existing[where], listing)
+        check = con.cursor()  # where the stream is listed: the reader's thread (build_compacts)
 
-        todo = [
-            listing
-            for where, listing in listings.items()
-            if where not in existing
-            or not existing[where].complete
-            or (failures is not None and where in own)
-            or not current(where, listing)
-        ]
+        def stale(listing: RunListing) -> bool:
+            where = (listing.campaign, listing.run)
+            if where not in existing or not existing[where].complete or (failures is not None and where in own):
+                return True
+            if where in held:  # the snapshot holds this compact as it is: its documents are there
+                return held[where] != listing.fingerprint()
+            return not is_current(check, store, existing[where], listing)
+
+        todo: list[RunListing] = []
+
+        def compacted(stream: Iterable[RunListing], always: Sequence[RunListing]) -> Iterator[RunListing]:
+            """The stale runs of ``stream`` (each kept in ``listings`` as it is listed), then
+            ``always``; each noted in ``todo`` as it goes to be compacted."""
+            for listing in stream:
+                listings[(listing.campaign, listing.run)] = listing
+                if stale(listing):
+                    todo.append(listing)
+                    yield listing
+            for listing in always:
+                todo.append(listing)
+                yield listing
+
         given: dict[tuple[str, str], list[dict]] = {}
+        unlisted: list[RunListing] = []
         if run is not None and failures is not None:
             given = {where: failures for where in own}
             where = (slug(campaign), slug(run)) if campaign is not None else None
             if where is not None and where not in listings:  # every cell failed: keep the failures, with no results
                 given[where] = failures
-                todo.append(RunListing(*where, ()))
+                unlisted.append(RunListing(*where, ()))
 
         def announce(listing: RunListing) -> None:
             if progress and listing.objects:
                 progress(f"compacting run {listing.run}: {len(listing.objects)} documents")
 
-        build_compacts(store, todo, compact_models, con, given, announce)
+        stream = iter_runs(store, campaign) if run is None else list(listings.values())
+        try:
+            build_compacts(store, compacted(stream, unlisted), compact_models, con, given, announce)
+        finally:
+            check.close()
         if todo:  # listed again: the versions of the compacts just made (the campaign's snapshot records them)
             one = todo[0] if len(todo) == 1 else None  # the usual addition: its own folder, not the campaign's
             relisted = list_compacts(store, one.campaign if one else campaign, one.run if one else None)
