@@ -16,7 +16,7 @@ from stats_helpers import T0, doc, write
 
 from pvbench.analytics import compact
 from pvbench.analytics.compact import list_compacts
-from pvbench.analytics.resources import duckdb_settings, parse_size
+from pvbench.analytics.resources import compaction_threads, duckdb_settings, parse_size
 from pvbench.analytics.runner import connect
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.pipeline import aggregate, build_tables
@@ -140,6 +140,10 @@ def test_duckdb_gets_what_the_process_may_use(monkeypatch):
     assert parse_size(duckdb_settings()["memory_limit"]) == pytest.approx(memory_limit_bytes() / 2, rel=0.01)
     with pytest.raises(ValueError, match="not a size"):
         parse_size("lots")
+    # compacting, DuckDB leaves a core to the thread that reads and validates the next batch
+    assert compaction_threads() == 1
+    monkeypatch.setenv("PVBENCH_DUCKDB_THREADS", "4")
+    assert compaction_threads() == 3
 
 
 def test_s3_listing_streams_past_one_page(s3_store_url):

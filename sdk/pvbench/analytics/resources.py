@@ -90,6 +90,15 @@ def duckdb_settings() -> dict[str, str | int | bool]:
     }
 
 
+def compaction_threads() -> int:
+    """DuckDB's threads while runs are compacted: one fewer than the process may use. The
+    compactor's reader thread (pvbench.analytics.compact.build_compacts) reads and validates the
+    next batch in Python beside DuckDB and keeps a core busy; a second DuckDB thread on that core
+    only contends with it (on 2 cores, compacting with two threads was slower than with one, and
+    cost more CPU)."""
+    return max(1, int(duckdb_settings()["threads"]) - 1)
+
+
 def configure(con: duckdb.DuckDBPyConnection) -> None:
     for name, value in duckdb_settings().items():
         con.execute(f"SET {name} = ?", [value])

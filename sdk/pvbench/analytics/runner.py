@@ -38,7 +38,7 @@ from pvbench.analytics.compact import (
     list_compacts,
     list_runs,
 )
-from pvbench.analytics.resources import configure, readable
+from pvbench.analytics.resources import compaction_threads, configure, readable
 from pvbench.analytics.tables import (
     FAILURES_COLUMNS,
     FAILURES_TABLE,
@@ -263,6 +263,7 @@ def refresh_compacts(
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
     con = connect()
+    con.execute("SET threads = ?", [compaction_threads()])
     try:
         install_metrics(con)  # result_values reads the metric catalog
         held = snapshot.held_documents(con, store, existing) if run is None else {}
