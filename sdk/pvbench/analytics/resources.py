@@ -95,7 +95,8 @@ def compaction_threads() -> int:
     compactor's reader thread (pvbench.analytics.compact.build_compacts) reads and validates the
     next batch in Python beside DuckDB and keeps a core busy; a second DuckDB thread on that core
     only contends with it (on 2 cores, compacting with two threads was slower than with one, and
-    cost more CPU)."""
+    cost more CPU). Only where there is a next batch to read: adding one run (one batch, read
+    before DuckDB starts) keeps every thread."""
     return max(1, int(duckdb_settings()["threads"]) - 1)
 
 

@@ -263,7 +263,8 @@ def refresh_compacts(
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
     con = connect()
-    con.execute("SET threads = ?", [compaction_threads()])
+    if run is None:  # many runs, a batch read while the one before is compacted (not one run's batch)
+        con.execute("SET threads = ?", [compaction_threads()])
     try:
         install_metrics(con)  # result_values reads the metric catalog
         held = snapshot.held_documents(con, store, existing) if run is None else {}
