@@ -127,9 +127,9 @@ def list_runs(store: Store, campaign: str | None, run: str | None = None) -> dic
 
 def iter_runs(store: Store, campaign: str | None, run: str | None = None) -> Iterator[RunListing]:
     """list_runs' runs in key order, each as soon as the listing has passed it: a full aggregation
-    compacts the first runs while the store's later folders are still being listed (1.7 s of
-    100,000 results that nothing else overlapped). Both stores list in key order, so a run's
-    objects come together."""
+    compacts the first runs while the store's later folders are still being listed (the listing
+    of a large campaign took seconds that nothing else overlapped). Both stores list in key
+    order, so a run's objects come together."""
     where, objects, seen = None, [], set()
     for obj in store.list_objects(results_prefix(campaign, run)):
         if not obj.key.endswith("/" + RESULT_FILE):
