@@ -263,6 +263,10 @@ def refresh_compacts(
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
     con = connect()
+    # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
+    # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
+    # materializations: ~15% of the compaction models' time.
+    con.execute("SET preserve_insertion_order = false")
     if run is None:  # many runs, a batch read while the one before is compacted (not one run's batch)
         con.execute("SET threads = ?", [compaction_threads()])
     try:
