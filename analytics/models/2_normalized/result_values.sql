@@ -14,6 +14,9 @@
 --               'volume-lifecycle' (direction 'volume'), summarised and compared like any workload,
 --               with pod_start_s (pod created -> benchmark container started) as its headline.
 -- Multi-client cells add straggler_ratio (a fio-source metric: slowest client's IOPS / mean client IOPS).
+-- A view: occasion_measurements, its only reader, groups the values as they are made, never
+-- stored one per row (a compaction's batch of 10,000 documents is ~140,000 values).
+-- materialized: view
 with fio as (
     unpivot result_rows
     on columns(c -> list_contains(list_concat(getvariable('metrics_fio'), getvariable('metrics_latency_slo')), c))

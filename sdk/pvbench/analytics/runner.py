@@ -87,6 +87,11 @@ class Model:
         so the reader's filter reaches into it and its rows are never all stored."""
         return "view" if re.search(r"^--\s*materialized:\s*view\s*$", self.sql, re.M) else "table"
 
+    @property
+    def statement(self) -> str:
+        """What makes it: CREATE OR REPLACE TABLE (or VIEW) <name> AS <its query>."""
+        return f"CREATE OR REPLACE {self.materialized.upper()} {self.name} AS\n{self.sql}"
+
 
 def discover_models(root: Path | None = None) -> list[Model]:
     """All models, ordered so each runs after the tables it reads (by name reference)."""
@@ -465,7 +470,7 @@ def read_occasions(con: duckdb.DuckDBPyConnection, compact_models: list[Model], 
     if uncounted:
         after_rows = compact_models[[m.name for m in compact_models].index(COMPACT_TABLE) + 1 :]
         for model in after_rows:
-            con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+            con.execute(model.statement)
         return
     for table in COMPACT_TABLES:
         if table != COMPACT_TABLE:
@@ -485,13 +490,13 @@ def install_values(con: duckdb.DuckDBPyConnection, source: str, root: Path | Non
         nothing = Path(tmp) / "no-results.ndjson"
         nothing.write_text("")
         con.execute("SET VARIABLE result_files = ?", [[str(nothing)]])
-        for model in compact_models:
+        for model in compact_models:  # tables, whatever the model says: values go into result_values
             con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
     con.execute(f"INSERT INTO {VALUES_TABLE} BY NAME SELECT * FROM {source}")
     # what is made from result_values (occasion_measurements, the per-run tables), made again
     after_values = compact_models[[m.name for m in compact_models].index(VALUES_TABLE) + 1 :]
     for model in after_values:
-        con.execute(f"CREATE OR REPLACE TABLE {model.name} AS\n{model.sql}")
+        con.execute(model.statement)
 
 
 def install_inputs(con: duckdb.DuckDBPyConnection, root: Path, skipped: list[dict]) -> None:
@@ -542,7 +547,7 @@ def run_models(
         for model in models:
             started_at = time.monotonic()
             try:
-                con.execute(f"CREATE OR REPLACE {model.materialized.upper()} {model.name} AS\n{model.sql}")
+                con.execute(model.statement)
             except duckdb.Error as exc:
                 raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed: {exc}") from exc
             log.debug("model %s: %.2f s", model.name, time.monotonic() - started_at)
