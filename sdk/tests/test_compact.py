@@ -370,3 +370,41 @@ def test_a_listing_out_of_key_order_is_an_error_not_a_run_counted_twice(tmp_path
 
     with pytest.raises(AnalyticsError, match="not contiguous"):
         list(compact.iter_runs(Shuffled(store), "syn"))
+
+
+def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_path, monkeypatch):
+    # what the reader process makes is what the reader thread makes, and it leaves no batch behind
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    from pvbench.analytics import runner
+
+    runs = night("n1", 1) + night("n2", 2) + night("n3", 3)
+    by_process, by_thread, scratch = tmp_path / "process", tmp_path / "thread", tmp_path / "tmp"
+    scratch.mkdir()
+    for root in (by_process, by_thread):
+        write(root, runs)
+    monkeypatch.setattr(compact, "BATCH_RUNS", 1)  # a batch per run
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the reader process's batches too
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    in_process: list[str] = []
+
+    class Recording(ProcessPoolExecutor):
+        def submit(self, fn, store, listing):
+            in_process.append(listing.run)
+            return super().submit(fn, store, listing)
+
+    monkeypatch.setattr(compact, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
+    aggregate(open_store(str(by_process)), "syn")
+    assert in_process == ["n2", "n3"]  # the first batch in the thread: nothing waits for a process to start
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 1)  # one core: no second process
+    aggregate(open_store(str(by_thread)), "syn")
+    assert in_process == ["n2", "n3"]
+    for run in ("n1", "n2", "n3"):
+        for table in compact.COMPACT_TABLES:
+            made = _compact_file(by_process, run, table), _compact_file(by_thread, run, table)
+            assert _differing_rows(*made) == 0, (run, table)
+    assert not list(scratch.glob("pvbench-compact-*"))
+    con = build_tables(open_store(str(by_process)), "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}
