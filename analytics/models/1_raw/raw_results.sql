@@ -8,7 +8,7 @@
 -- DuckDB never has to guess (and a schema drift fails loudly).
 -- test_analytics.py checks these field lists against the pydantic model.
 -- A view: result_rows, its only reader, reads the batch through it, so the documents' nested
--- fields are never stored in a table of their own (a third less time for the two models).
+-- fields are never stored in a table of their own.
 -- materialized: view
 select *
 from read_json(

@@ -465,10 +465,9 @@ def build_compacts(
     ``separate_reader``: from the second batch on, the documents are read and validated in a
     second process, the reader thread only waiting for it. Reading a local store is Python
     (system calls, pydantic) that held the GIL against the thread that drives DuckDB and lists
-    the store; with the halves balanced, that contention cost ~1 s of a 100,000-result
-    aggregation (scratch A/B on 2 cores: compaction 8.4-8.6 s in a thread, 7.0-7.9 s in a
-    process). The first batch is read in the thread, so a campaign of one batch never waits for
-    a process to start.
+    the store; once DuckDB's half was no longer the slower one, that contention was what kept the
+    two halves from overlapping. The first batch is read in the thread, so a campaign of one
+    batch never waits for a process to start.
 
     A run goes through the models on its own when it holds a document elsewhere than its
     identity's key (a copy: its rows could fall in another run's groups) or has failures given.

@@ -270,7 +270,7 @@ def refresh_compacts(
     con = connect()
     # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
     # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
-    # materializations: ~15% of the compaction models' time.
+    # materializations.
     con.execute("SET preserve_insertion_order = false")
     if run is None:  # many runs, a batch read while the one before is compacted (not one run's batch)
         con.execute("SET threads = ?", [compaction_threads()])
