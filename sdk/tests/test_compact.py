@@ -408,3 +408,37 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
     assert not list(scratch.glob("pvbench-compact-*"))
     con = build_tables(open_store(str(by_process)), "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
+
+
+def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, monkeypatch, caplog):
+    # e.g. a script without the `if __name__ == "__main__":` guard, whose spawned process cannot start
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pvbench.analytics import runner
+
+    write(tmp_path, night("n1", 1) + night("n2", 2) + night("n3", 3))
+    monkeypatch.setattr(compact, "BATCH_RUNS", 1)
+    started: list[str] = []
+
+    class Broken:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def submit(self, fn, store, listing):
+            started.append(listing.run)
+            future = Future()
+            future.set_exception(BrokenProcessPool("the process died"))
+            return future
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(compact, "ProcessPoolExecutor", Broken)
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
+    with caplog.at_level("WARNING", logger="pvbench.analytics"):
+        aggregate(open_store(str(tmp_path)), "syn")
+    assert started == ["n2"]  # tried once, then given up
+    assert "the reader process failed" in caplog.text
+    con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}

@@ -31,6 +31,7 @@ import multiprocessing
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -408,16 +409,29 @@ def _batches(listings: Iterable[RunListing]) -> Iterator[list[RunListing]]:
 
 class _Readers:
     """Where a batch's documents are read and validated: the reader thread itself, or, from a
-    full aggregation's second batch on, a second process (see build_compacts)."""
+    full aggregation's second batch on, a second process (see build_compacts).
+
+    The process is spawned, not forked: the parent holds DuckDB's threads and their locks. Like
+    any spawned process it imports the parent's main module, so a script that aggregates needs
+    the usual ``if __name__ == "__main__":`` guard; without one (or if the process cannot start
+    or dies) the process is given up and the batches are read in the thread, as before."""
 
     def __init__(self, store: Store, separate: bool):
         self.store, self.separate, self.batches, self.pool = store, separate, 0, None
 
     def read(self, batch: list[RunListing]) -> list[ReadRun]:
         self.batches += 1
-        if not self.separate or self.batches == 1:  # the first batch: no process to wait for
-            return [read_run(self.store, listing) for listing in batch]
-        if self.pool is None:  # spawned, not forked: the parent holds DuckDB's threads and locks
+        if self.separate and self.batches > 1:  # the first batch: no process to wait for
+            try:
+                return self._in_process(batch)
+            except BrokenProcessPool as exc:
+                log.warning("the reader process failed (%s); reading the documents in this process", exc)
+                self.separate = False
+                self.close()
+        return [read_run(self.store, listing) for listing in batch]
+
+    def _in_process(self, batch: list[RunListing]) -> list[ReadRun]:
+        if self.pool is None:
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         futures = [self.pool.submit(read_run, self.store, listing) for listing in batch]
         reads = []
@@ -436,6 +450,7 @@ class _Readers:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
 
 def _read_next(batches: Iterator[list[RunListing]], readers: _Readers) -> list[ReadRun] | None:
