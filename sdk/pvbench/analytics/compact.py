@@ -441,7 +441,7 @@ class _Readers:
         except BaseException:  # the runs of the batch read already go with it
             for read in reads:
                 read.cleanup()
-            for future in futures[len(reads) + 1 :]:
+            for future in futures[len(reads) :]:  # the one that failed raises again: suppressed
                 with contextlib.suppress(BaseException):
                     future.result().cleanup()
             raise
