@@ -390,17 +390,18 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
     in_process: list[str] = []
 
     class Recording(ProcessPoolExecutor):
-        def submit(self, fn, store, listing):
-            in_process.append(listing.run)
-            return super().submit(fn, store, listing)
+        def submit(self, fn, *args):
+            in_process.append(args[1].run if args else fn.__name__)
+            return super().submit(fn, *args)
 
     monkeypatch.setattr(compact, "ProcessPoolExecutor", Recording)
     monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
     aggregate(open_store(str(by_process)), "syn")
-    assert in_process == ["n2", "n3"]  # the first batch in the thread: nothing waits for a process to start
+    # the first batch in the thread, while the process starts (_started): nothing waits for it
+    assert in_process == ["_started", "n2", "n3"]
     monkeypatch.setattr(runner, "cpu_limit", lambda: 1)  # one core: no second process
     aggregate(open_store(str(by_thread)), "syn")
-    assert in_process == ["n2", "n3"]
+    assert in_process == ["_started", "n2", "n3"]
     for run in ("n1", "n2", "n3"):
         for table in compact.COMPACT_TABLES:
             made = _compact_file(by_process, run, table), _compact_file(by_thread, run, table)
@@ -425,8 +426,8 @@ def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, 
         def __init__(self, *args, **kwargs):
             pass
 
-        def submit(self, fn, store, listing):
-            started.append(listing.run)
+        def submit(self, fn, *args):
+            started.append(args[1].run if args else fn.__name__)
             future = Future()
             future.set_exception(BrokenProcessPool("the process died"))
             return future
@@ -438,7 +439,22 @@ def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, 
     monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
     with caplog.at_level("WARNING", logger="pvbench.analytics"):
         aggregate(open_store(str(tmp_path)), "syn")
-    assert started == ["n2"]  # tried once, then given up
+    assert started == ["_started", "n2"]  # tried once, then given up
     assert "the reader process failed" in caplog.text
     con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
+
+
+def test_a_campaign_of_one_batch_starts_no_reader_process(tmp_path, monkeypatch):
+    from pvbench.analytics import runner
+
+    write(tmp_path, night("n1", 1) + night("n2", 2))  # two runs, one batch
+
+    def no_process(*args, **kwargs):
+        raise AssertionError("a reader process was started for a single batch")
+
+    monkeypatch.setattr(compact, "ProcessPoolExecutor", no_process)
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
+    aggregate(open_store(str(tmp_path)), "syn")
+    con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
+    assert headline_n(con) == {"fast": 6, "slow": 6}
