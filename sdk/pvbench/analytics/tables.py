@@ -56,20 +56,31 @@ def _plain(value):
     return value
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], rows: Iterable[dict]) -> int:
-    """(Re)create ``table`` with ``columns`` (name → DuckDB type) and fill it with ``rows``."""
+def row_line(row: dict, columns: dict[str, str]) -> str:
+    """One row as a line of the newline-delimited JSON that load_rows reads."""
+    return json.dumps({name: _plain(row.get(name)) for name in columns}, allow_nan=False) + "\n"
+
+
+def load_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], path: str | None) -> None:
+    """(Re)create ``table`` with ``columns`` (name → DuckDB type), filled from a file of
+    row_line()s (None: no rows)."""
     spec = ", ".join(f'"{name}" {kind}' for name, kind in columns.items())
     con.execute(f"CREATE OR REPLACE TABLE {table} ({spec})")
+    if path is not None:
+        types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
+        con.execute(
+            f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', columns = {types})",
+            [path],
+        )
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], rows: Iterable[dict]) -> int:
+    """(Re)create ``table`` with ``columns`` (name → DuckDB type) and fill it with ``rows``."""
     count = 0
     with tempfile.NamedTemporaryFile("w", suffix=".ndjson", prefix="pvbench-rows-") as handle:
         for row in rows:
-            handle.write(json.dumps({name: _plain(row.get(name)) for name in columns}, allow_nan=False) + "\n")
+            handle.write(row_line(row, columns))
             count += 1
         handle.flush()
-        if count:
-            types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
-            con.execute(
-                f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', columns = {types})",
-                [handle.name],
-            )
+        load_rows(con, table, columns, handle.name if count else None)
     return count
