@@ -4,6 +4,9 @@ For N synthetic results (default 1k, 10k, 100k) in a local directory store and i
 loopback, prints:
   read      reading every result.json's bytes (list + get, the way aggregation reads them)
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
+  full ÷ read   each full aggregation over the read just before it: read and full alternate
+            --repeat times (the compacts and snapshot removed in between), and the medians are
+            shown, as one read or aggregation here can take 1.5x another
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>` (the snapshot
             the full aggregation wrote is read, and the runs added since beside it): the median
@@ -23,7 +26,7 @@ with each command's peak RSS, and full ÷ read. The results are copies of one re
 (a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
 5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
 
-Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--stores local,minio]
+Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--stores local,minio] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from pvbench.results.metrics import METRIC_LIST
 from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
 from pvbench.store.backends import S3_READERS
-from pvbench.store.layout import RESULT_FILE, compact_prefix, results_prefix
+from pvbench.store.layout import RESULT_FILE, compact_prefix, results_prefix, snapshot_prefix
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sdk" / "tests"))
@@ -131,6 +134,14 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
+def from_nothing(store) -> None:
+    """Remove what aggregating the campaign wrote to the store (its compacts and snapshot): the
+    next aggregation compacts every run again."""
+    for prefix in (compact_prefix(CAMPAIGN) + "/", snapshot_prefix(CAMPAIGN) + "/"):
+        for key in list(store.list_keys(prefix)):
+            store.delete(key)
+
+
 # `pvbench` with the snapshot's thresholds set so that the next addition merges its parts
 MERGING = [
     sys.executable,
@@ -187,6 +198,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--stores", default="local,minio")
+    parser.add_argument("--repeat", type=int, default=3, help="reads and full aggregations, alternated")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = args.stores.split(",")
@@ -218,9 +230,27 @@ def main() -> None:
                     # the writes flushed first, as a year of results long is: measured while the
                     # kernel still writes 125,000 folders back, reading and aggregating both slowed
                     os.sync()
-                    read_s, total = read_bytes(store)
                     out = work / f"tables-{kind}-{n}"
-                    full = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+                    reads, fulls = [], []
+                    for attempt in range(args.repeat):
+                        if attempt:
+                            from_nothing(store)
+                            shutil.rmtree(out, ignore_errors=True)
+                        read_s, total = read_bytes(store)
+                        reads.append(read_s)
+                        fulls.append(
+                            timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+                        )
+                    read_s, full = statistics.median(reads), typical(fulls)
+                    ratio = None if full is None else statistics.median(f[0] / r for f, r in zip(fulls, reads))
+                    console.print(
+                        f"  read {', '.join(f'{r:.1f}' for r in reads)} s; full {spread(fulls)} s"
+                        + (
+                            ""
+                            if ratio is None
+                            else f"; full ÷ read {', '.join(f'{f[0] / r:.1f}' for f, r in zip(fulls, reads))}"
+                        )
+                    )
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
 
                     def add_run(index: int, command: list[str] = PVBENCH):
@@ -255,9 +285,11 @@ def main() -> None:
                     added = typical(additions)
                     part = add_run(runs + SNAPSHOT_LAG)
                     merged = add_run(runs + SNAPSHOT_LAG + 1, MERGING)
-                    rows.append((kind, runs * PER_RUN, total, read_s, full, verify, added, part, merged, step, report))
+                    rows.append(
+                        (kind, runs * PER_RUN, total, read_s, full, ratio, verify, added, part, merged, step, report)
+                    )
                     console.print(
-                        f"  read {read_s:.1f} s, full {shown(full)}, verify {shown(verify)}, add run {shown(added)}"
+                        f"  read {read_s:.1f} s, full {shown(full)} (medians of {args.repeat}), verify {shown(verify)}, add run {shown(added)}"
                         f" (median of {len(additions)}: {spread(additions)})"
                         f", add run writing a part {shown(part)}, add run merging the parts {shown(merged)}"
                         f", add run as the Argo step {shown(step)}"
@@ -266,7 +298,10 @@ def main() -> None:
         finally:
             if minio:
                 minio.stop()
-    table = Table(title="pvbench aggregation at scale (2 cores; each command in its own process; peak RSS)")
+    table = Table(
+        title="pvbench aggregation at scale (2 cores; each command in its own process; peak RSS;"
+        f" read, full and full ÷ read: medians of {args.repeat})"
+    )
     for col in (
         "store",
         "results",
@@ -282,14 +317,14 @@ def main() -> None:
         "report build",
     ):
         table.add_column(col, justify="right")
-    for kind, n, total, read_s, full, verify, added, part, merged, step, report in rows:
+    for kind, n, total, read_s, full, ratio, verify, added, part, merged, step, report in rows:
         table.add_row(
             kind,
             f"{n:,}",
             f"{total / 1e6:.0f}",
             f"{read_s:.1f} s",
             shown(full),
-            f"{full[0] / read_s:.1f}×" if full else "–",
+            "–" if ratio is None else f"{ratio:.1f}×",
             shown(verify),
             shown(added),
             shown(part),
