@@ -458,3 +458,45 @@ def test_a_campaign_of_one_batch_starts_no_reader_process(tmp_path, monkeypatch)
     aggregate(open_store(str(tmp_path)), "syn")
     con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
     assert headline_n(con) == {"fast": 6, "slow": 6}
+
+
+def test_a_reader_process_that_refuses_a_batch_leaves_no_folder_behind(tmp_path, monkeypatch, caplog):
+    # a pool found broken when a batch is submitted: the runs submitted before it are cleaned up
+    import tempfile
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pvbench.analytics import runner
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    write(tmp_path / "store", night("n1", 1) + night("n2", 2) + night("n3", 3) + night("n4", 4))
+    monkeypatch.setattr(compact, "BATCH_RUNS", 2)  # batches n1+n2, then n3+n4
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    class BreaksOnSecond:
+        def __init__(self, *args, **kwargs):
+            self.submitted = 0
+
+        def submit(self, fn, *args):
+            future = Future()
+            if not args:  # _started
+                future.set_result(None)
+                return future
+            self.submitted += 1
+            if self.submitted > 1:
+                raise BrokenProcessPool("the process died")
+            future.set_result(fn(*args))  # read here: a batch folder exists for it
+            return future
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(compact, "ProcessPoolExecutor", BreaksOnSecond)
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
+    with caplog.at_level("WARNING", logger="pvbench.analytics"):
+        aggregate(open_store(str(tmp_path / "store")), "syn")
+    assert "the reader process failed" in caplog.text
+    assert not list(scratch.glob("pvbench-compact-*"))
+    con = build_tables(open_store(str(tmp_path / "store")), "syn", extras=False)
+    assert headline_n(con) == {"fast": 12, "slow": 12}

@@ -447,9 +447,10 @@ class _Readers:
 
     def _in_process(self, batch: list[RunListing]) -> list[ReadRun]:
         self._start()
-        futures = [self.pool.submit(read_run, self.store, listing) for listing in batch]
-        reads = []
-        try:
+        futures, reads = [], []
+        try:  # a pool that broke meanwhile refuses a submit: the runs submitted before go too
+            for listing in batch:
+                futures.append(self.pool.submit(read_run, self.store, listing))
             for future in futures:
                 reads.append(future.result())
         except BaseException:  # the runs of the batch read already go with it
