@@ -234,8 +234,8 @@ BATCH_BUFFER = 1 << 20
 class ReadRun:
     """One run's documents, read and validated: the valid ones in a newline-delimited batch file
     (DuckDB reads it), and a row of DOCUMENT_COLUMNS for every document read in another (made
-    where the documents are read, in the reader process too: the thread that drives DuckDB
-    spent ~1.5 s of a 100,000-result aggregation turning them into JSON)."""
+    where the documents are read, in the reader process too: turning them into JSON was one of
+    the largest costs of the thread that drives DuckDB)."""
 
     listing: RunListing
     folder: str  # a temporary folder: removed by cleanup() once its batch is compacted

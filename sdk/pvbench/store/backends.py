@@ -130,7 +130,7 @@ class LocalStore:
             raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def get_bytes(self, key: str) -> bytes:
-        # a string join, not self._path: building a Path cost more than reading a ~2 KB document
+        # a string join, not self._path: a Path built per document, 100,000 times a campaign
         return _read_file(os.path.join(self.root, key))
 
     def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes | Exception]]:
