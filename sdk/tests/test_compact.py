@@ -411,36 +411,46 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
     assert headline_n(con) == {"fast": 9, "slow": 9}
 
 
+class _FakePool:
+    """A stand-in for the reader's ProcessPoolExecutor (what the process does is faked by submit)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def shutdown(self, **kwargs):
+        pass
+
+
+def _aggregate_with_pool(store_root, pool, monkeypatch, caplog) -> None:
+    """A full aggregation of ``store_root`` on two cores, its reader process ``pool``; the reader
+    process failed, said once."""
+    from pvbench.analytics import runner
+
+    monkeypatch.setattr(compact, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
+    with caplog.at_level("WARNING", logger="pvbench.analytics"):
+        aggregate(open_store(str(store_root)), "syn")
+    assert caplog.text.count("the reader process failed") == 1
+
+
 def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, monkeypatch, caplog):
     # e.g. a script without the `if __name__ == "__main__":` guard, whose spawned process cannot start
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from pvbench.analytics import runner
-
     write(tmp_path, night("n1", 1) + night("n2", 2) + night("n3", 3))
     monkeypatch.setattr(compact, "BATCH_RUNS", 1)
     started: list[str] = []
 
-    class Broken:
-        def __init__(self, *args, **kwargs):
-            pass
-
+    class Broken(_FakePool):
         def submit(self, fn, *args):
             started.append(args[1].run if args else fn.__name__)
             future = Future()
             future.set_exception(BrokenProcessPool("the process died"))
             return future
 
-        def shutdown(self, **kwargs):
-            pass
-
-    monkeypatch.setattr(compact, "ProcessPoolExecutor", Broken)
-    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
-    with caplog.at_level("WARNING", logger="pvbench.analytics"):
-        aggregate(open_store(str(tmp_path)), "syn")
+    _aggregate_with_pool(tmp_path, Broken, monkeypatch, caplog)
     assert started == ["_started", "n2"]  # tried once, then given up
-    assert "the reader process failed" in caplog.text
     con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
 
@@ -466,17 +476,14 @@ def test_a_reader_process_that_refuses_a_batch_leaves_no_folder_behind(tmp_path,
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from pvbench.analytics import runner
-
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     write(tmp_path / "store", night("n1", 1) + night("n2", 2) + night("n3", 3) + night("n4", 4))
     monkeypatch.setattr(compact, "BATCH_RUNS", 2)  # batches n1+n2, then n3+n4
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
 
-    class BreaksOnSecond:
-        def __init__(self, *args, **kwargs):
-            self.submitted = 0
+    class BreaksOnSecond(_FakePool):
+        submitted = 0
 
         def submit(self, fn, *args):
             future = Future()
@@ -489,14 +496,7 @@ def test_a_reader_process_that_refuses_a_batch_leaves_no_folder_behind(tmp_path,
             future.set_result(fn(*args))  # read here: a batch folder exists for it
             return future
 
-        def shutdown(self, **kwargs):
-            pass
-
-    monkeypatch.setattr(compact, "ProcessPoolExecutor", BreaksOnSecond)
-    monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
-    with caplog.at_level("WARNING", logger="pvbench.analytics"):
-        aggregate(open_store(str(tmp_path / "store")), "syn")
-    assert "the reader process failed" in caplog.text
+    _aggregate_with_pool(tmp_path / "store", BreaksOnSecond, monkeypatch, caplog)
     assert not list(scratch.glob("pvbench-compact-*"))
     con = build_tables(open_store(str(tmp_path / "store")), "syn", extras=False)
     assert headline_n(con) == {"fast": 12, "slow": 12}
