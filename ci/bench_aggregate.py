@@ -6,7 +6,7 @@ loopback, prints:
   full      `pvbench aggregate` from nothing (every run compacted, the campaign's tables built)
   full ÷ read   each full aggregation over the read just before it: read and full alternate
             --repeat times (the compacts and snapshot removed in between), and the medians are
-            shown, as one read or aggregation here can take 1.5x another
+            shown (every pair is printed too: one run here can differ much from the next)
   verify    `pvbench aggregate` again, nothing new (every run listed and checked, no JSON read)
   add run   one more run of 1,000 results, then `pvbench aggregate --run <it>` (the snapshot
             the full aggregation wrote is read, and the runs added since beside it): the median
@@ -134,12 +134,14 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
-def from_nothing(store) -> None:
-    """Remove what aggregating the campaign wrote to the store (its compacts and snapshot): the
-    next aggregation compacts every run again."""
+def full_aggregation(store, url: str, out: Path, env: dict) -> tuple[float, float] | None:
+    """timed() `pvbench aggregate` of the campaign from nothing: what an earlier one wrote (the
+    store's compacts and snapshot, the tables in ``out``) removed first, so every run is compacted."""
     for prefix in (compact_prefix(CAMPAIGN) + "/", snapshot_prefix(CAMPAIGN) + "/"):
         for key in list(store.list_keys(prefix)):
             store.delete(key)
+    shutil.rmtree(out, ignore_errors=True)
+    return timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
 
 
 # `pvbench` with the snapshot's thresholds set so that the next addition merges its parts
@@ -232,25 +234,13 @@ def main() -> None:
                     os.sync()
                     out = work / f"tables-{kind}-{n}"
                     reads, fulls = [], []
-                    for attempt in range(args.repeat):
-                        if attempt:
-                            from_nothing(store)
-                            shutil.rmtree(out, ignore_errors=True)
+                    for _ in range(args.repeat):
                         read_s, total = read_bytes(store)
                         reads.append(read_s)
-                        fulls.append(
-                            timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
-                        )
+                        fulls.append(full_aggregation(store, url, out, env))
                     read_s, full = statistics.median(reads), typical(fulls)
                     ratio = None if full is None else statistics.median(f[0] / r for f, r in zip(fulls, reads))
-                    console.print(
-                        f"  read {', '.join(f'{r:.1f}' for r in reads)} s; full {spread(fulls)} s"
-                        + (
-                            ""
-                            if ratio is None
-                            else f"; full ÷ read {', '.join(f'{f[0] / r:.1f}' for f, r in zip(fulls, reads))}"
-                        )
-                    )
+                    console.print(f"  read {', '.join(f'{r:.1f}' for r in reads)} s; full {spread(fulls)} s")
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
 
                     def add_run(index: int, command: list[str] = PVBENCH):

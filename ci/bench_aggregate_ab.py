@@ -25,17 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench_aggregate import (
-    CAMPAIGN,
-    PER_RUN,
-    PVBENCH,
-    REPO,
-    from_nothing,
-    read_bytes,
-    template_document,
-    timed,
-    write_runs,
-)
+from bench_aggregate import PER_RUN, REPO, full_aggregation, read_bytes, template_document, write_runs
 
 from pvbench.store import LocalStore
 
@@ -72,11 +62,7 @@ def main() -> None:
                 reads.append(read_bytes(store)[0])
                 order = list(variants) if pair % 2 == 0 else list(reversed(variants))
                 for name in order:
-                    from_nothing(store)
-                    shutil.rmtree(out, ignore_errors=True)
-                    env = {**os.environ, **variants[name]}
-                    command = ["aggregate", "--store", str(store_root), "--campaign", CAMPAIGN, "--out", str(out)]
-                    measured = timed(command, env, PVBENCH)
+                    measured = full_aggregation(store, str(store_root), out, {**os.environ, **variants[name]})
                     if measured is None:
                         raise SystemExit(f"{name}: pvbench aggregate failed")
                     walls[name].append(measured[0])
