@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench_aggregate import PER_RUN, REPO, full_aggregation, read_bytes, template_document, write_runs
+from bench_aggregate import PER_RUN, REPO, byte_compile, full_aggregation, read_bytes, template_document, write_runs
 
 from pvbench.store import LocalStore
 
@@ -44,6 +44,8 @@ def main() -> None:
         work = Path(tmp)
         tree = work / "base"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), base], check=True)
+        for sdk in (tree / "sdk", REPO / "sdk"):
+            byte_compile(sdk)
         store_root = Path(tempfile.mkdtemp(prefix="pvbench-ab-store-", dir="/dev/shm" if args.tmpfs else tmp))
         try:
             variants = {
