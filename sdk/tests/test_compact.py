@@ -392,12 +392,15 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
     class Recording(ProcessPoolExecutor):
         def submit(self, fn, *args):
             in_process.append(args[1].run if args else fn.__name__)
-            return super().submit(fn, *args)
+            future = super().submit(fn, *args)
+            if not args:  # _started: up before the next run is listed (else it is read in the thread)
+                future.result()
+            return future
 
     monkeypatch.setattr(compact, "ProcessPoolExecutor", Recording)
     monkeypatch.setattr(runner, "cpu_limit", lambda: 2)
     aggregate(open_store(str(by_process)), "syn")
-    # the first batch in the thread, while the process starts (_started): nothing waits for it
+    # the first batch in the thread; the process starts once a second batch is certain
     assert in_process == ["_started", "n2", "n3"]
     monkeypatch.setattr(runner, "cpu_limit", lambda: 1)  # one core: no second process
     aggregate(open_store(str(by_thread)), "syn")
@@ -450,8 +453,38 @@ def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, 
             return future
 
     _aggregate_with_pool(tmp_path, Broken, monkeypatch, caplog)
-    assert started == ["_started", "n2"]  # tried once, then given up
+    assert started == ["_started"]  # its start failed: no run is given to it
     con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}
+
+
+def test_a_reader_process_that_dies_with_runs_given_to_it_has_them_read_here(tmp_path, monkeypatch, caplog):
+    # up, then gone (killed, out of memory): the runs it had are read in this process, nothing lost
+    import tempfile
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    write(tmp_path / "store", night("n1", 1) + night("n2", 2) + night("n3", 3))
+    monkeypatch.setattr(compact, "BATCH_RUNS", 1)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    given: list[str] = []
+
+    class Dies(_FakePool):
+        def submit(self, fn, *args):
+            future = Future()
+            if not args:  # _started: it came up
+                future.set_result(None)
+            else:
+                given.append(args[1].run)
+                future.set_exception(BrokenProcessPool("the process died"))
+            return future
+
+    _aggregate_with_pool(tmp_path / "store", Dies, monkeypatch, caplog)
+    assert given[:1] == ["n2"]  # n1 was read in the thread, before a second batch was certain
+    assert not list(scratch.glob("pvbench-compact-*"))
+    con = build_tables(open_store(str(tmp_path / "store")), "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
 
 

@@ -28,9 +28,11 @@ import contextlib
 import json
 import logging
 import multiprocessing
+import queue
 import shutil
 import tempfile
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -391,93 +393,197 @@ def _write_compact(
 # Runs compacted together (one pass of the models): up to this many documents, or runs, at once.
 BATCH_DOCUMENTS = 10_000
 BATCH_RUNS = 32
+# The first batch is smaller: it is read before DuckDB has anything to do, and nothing else
+# overlaps that wait (a batch's models cost ~0.1 s whatever its size, ~40 µs a document beyond).
+FIRST_BATCH_DOCUMENTS = 2_000
+# Batches that exist at once (read into temporary files): the one being compacted, the next, and
+# the one being listed and read. More would only hold more files.
+BATCHES_AHEAD = 3
 
 
-def _batches(listings: Iterable[RunListing]) -> Iterator[tuple[list[RunListing], bool]]:
-    """Consecutive runs of one campaign, up to BATCH_DOCUMENTS documents or BATCH_RUNS runs each;
-    a batch as soon as the run after it is listed (or the listing ends), with whether another
-    batch follows (a run was listed after it)."""
-    batch: list[RunListing] = []
-    size = 0
-    for listing in listings:
-        if batch and (
-            batch[0].campaign != listing.campaign
-            or len(batch) >= BATCH_RUNS
-            or size + len(listing.objects) > BATCH_DOCUMENTS
-        ):
-            yield batch, True
-            batch, size = [], 0
-        batch.append(listing)
-        size += len(listing.objects)
-    if batch:
-        yield batch, False
+def _starts_batch(batch: list[RunListing], size: int, listing: RunListing, first: bool = False) -> bool:
+    """Does ``listing`` begin a new batch after ``batch`` (of ``size`` documents)? A batch is
+    consecutive runs of one campaign, up to BATCH_DOCUMENTS documents (FIRST_BATCH_DOCUMENTS for
+    the ``first``) or BATCH_RUNS runs."""
+    return bool(batch) and (
+        batch[0].campaign != listing.campaign
+        or len(batch) >= BATCH_RUNS
+        or size + len(listing.objects) > (FIRST_BATCH_DOCUMENTS if first else BATCH_DOCUMENTS)
+    )
 
 
-class _Readers:
-    """Where a batch's documents are read and validated: the reader thread itself, or, from a
-    full aggregation's second batch on, a second process (see build_compacts).
+def _settled(read: Callable[[], ReadRun]) -> Future:
+    """A future holding what ``read`` returns, or what it raised (read here and now)."""
+    future: Future = Future()
+    try:
+        future.set_result(read())
+    except BaseException as exc:
+        future.set_exception(exc)
+    return future
 
-    The process is spawned, not forked: the parent holds DuckDB's threads and their locks. Like
-    any spawned process it imports the parent's main module, so a script that aggregates needs
-    the usual ``if __name__ == "__main__":`` guard; without one (or if the process cannot start
-    or dies) the process is given up and the batches are read in the thread, as before."""
 
-    def __init__(self, store: Store, separate: bool):
-        self.store, self.separate, self.batches, self.pool = store, separate, 0, None
+# a listed run with where its read is going on
+Reading = tuple[RunListing, Future]
+_END = object()
 
-    def read(self, batch: list[RunListing], more: bool) -> list[ReadRun]:
-        self.batches += 1
-        if self.separate and self.batches == 1 and more:
-            self._start()  # it starts (~0.5 s) while this thread reads the first batch
-        if self.separate and self.batches > 1:  # the first batch: no process to wait for
-            try:
-                return self._in_process(batch)
-            except BrokenProcessPool as exc:
-                log.warning("the reader process failed (%s); reading the documents in this process", exc)
-                self.separate = False
-                self.close()
-        return [read_run(self.store, listing) for listing in batch]
+
+class _ReadAhead:
+    """The runs of ``listings`` read, a batch at a time (``batches()``), ahead of the compaction.
+
+    A thread advances the listing (a stream: iter_runs) and has each run read as soon as it is
+    listed, not once its batch is complete: a batch's reads overlap the listing of its later runs,
+    and both overlap DuckDB compacting the batch before. A run is read
+
+    - in that thread: every run of an S3 store (its reads mostly wait for GETs that already
+      overlap), and of a local store until its reader process is ready;
+    - with ``separate`` (a full aggregation of a local store, where there are two cores), in a
+      second process once it is ready. Reading local files is Python (system calls, pydantic)
+      that held the GIL against the thread that drives DuckDB and the one that lists. The process
+      starts as soon as a second batch is certain (the listing passed the first, small batch),
+      and takes over from the thread once it has started (~0.5 s): nothing waits for it, and a
+      campaign of one batch never starts it.
+
+    The process is spawned, not forked: the parent holds DuckDB's threads and their locks. Like any
+    spawned process it imports the parent's main module, so a script that aggregates needs the
+    usual ``if __name__ == "__main__":`` guard; without one (or if the process cannot start or
+    dies) it is given up, with one warning, and its runs are read in this process.
+
+    At most BATCHES_AHEAD batches exist at once: ``done(reads)`` (compacted) frees a place.
+    ``close()`` stops the listing and removes every batch read that was not handed out."""
+
+    def __init__(self, store: Store, listings: Iterable[RunListing], separate: bool):
+        self.store, self.listings, self.separate = store, listings, separate
+        self.pool: ProcessPoolExecutor | None = None
+        self.started: Future | None = None  # the process's first task (_started): done once it is up
+        self.given_up = False
+        self.lock = threading.Lock()
+        self.queue: queue.Queue = queue.Queue()  # lists of Reading (a batch), then _END or the error
+        self.places = threading.Semaphore(BATCHES_AHEAD)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._list, name="pvbench-read-ahead", daemon=True)
+        self.thread.start()
+
+    def _list(self) -> None:
+        """The thread: list, have each run read, hand each batch over once the next run (or the
+        end of the listing) closes it."""
+        batch: list[Reading] = []
+        try:
+            size, first = 0, True
+            for listing in self.listings:
+                if _starts_batch([r for r, _ in batch], size, listing, first):
+                    self._hand_over(batch)
+                    batch, size, first = [], 0, False
+                    if self.separate:
+                        self._start()
+                if not batch and not self._place():
+                    break  # stopped
+                batch.append((listing, self._read(listing)))
+                size += len(listing.objects)
+        except BaseException as exc:  # the listing failed: raised where the batches are taken
+            self._hand_over(batch)
+            self.queue.put(exc)
+            return
+        self._hand_over(batch)
+        self.queue.put(_END)
+
+    def _hand_over(self, batch: list[Reading]) -> None:
+        if batch:
+            self.queue.put(batch)
+
+    def _place(self) -> bool:
+        """Wait for a place for one more batch (False: stopped meanwhile)."""
+        while not self.places.acquire(timeout=0.1):
+            if self.stopped.is_set():
+                return False
+        return not self.stopped.is_set()
 
     def _start(self) -> None:
-        """The process, started: it imports this module to run _started (a failure to start is
-        seen, and handled, when the second batch is given to it)."""
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            self.pool.submit(_started)
+        if self.pool is None and not self.given_up:
+            try:
+                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                self.started = self.pool.submit(_started)
+            except Exception as exc:
+                self._give_up(exc)
 
-    def _in_process(self, batch: list[RunListing]) -> list[ReadRun]:
-        self._start()
-        futures, reads = [], []
-        try:  # a pool that broke meanwhile refuses a submit: the runs submitted before go too
-            for listing in batch:
-                futures.append(self.pool.submit(read_run, self.store, listing))
-            for future in futures:
-                reads.append(future.result())
-        except BaseException:  # the runs of the batch read already go with it
-            for read in reads:
-                read.cleanup()
-            for future in futures[len(reads) :]:  # the one that failed raises again: suppressed
-                with contextlib.suppress(BaseException):
-                    future.result().cleanup()
-            raise
-        return reads
+    def _read(self, listing: RunListing) -> Future:
+        if self.started is not None and self.started.done() and not self._broken():
+            try:
+                return self.pool.submit(read_run, self.store, listing)
+            except BrokenProcessPool as exc:  # broken meanwhile: read here instead
+                self._give_up(exc)
+        return _settled(lambda: read_run(self.store, listing))
+
+    def _broken(self) -> bool:
+        """Has the process failed already (its start, or a run)? Then it is given up."""
+        if self.given_up:
+            return True
+        if self.started is not None and self.started.done() and self.started.exception() is not None:
+            self._give_up(self.started.exception())
+        return self.given_up
+
+    def _give_up(self, exc: BaseException) -> None:
+        with self.lock:
+            if self.given_up:
+                return
+            self.given_up = True
+        log.warning("the reader process failed (%s); reading the documents in this process", exc)
+
+    def batches(self) -> Iterator[list[ReadRun]]:
+        """Each batch's runs, read, in listing order."""
+        while (item := self.queue.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            reads: list[ReadRun] = []
+            try:
+                for listing, future in item:
+                    reads.append(self._result(listing, future))
+            except BaseException:
+                for read in reads:
+                    read.cleanup()
+                self._discard(item[len(reads) :])
+                raise
+            yield reads
+
+    def _result(self, listing: RunListing, future: Future) -> ReadRun:
+        try:
+            return future.result()
+        except BrokenProcessPool as exc:  # the process died before it read this run: read it here
+            self._give_up(exc)
+            return read_run(self.store, listing)
+
+    def done(self, reads: list[ReadRun]) -> None:
+        """The batch is compacted: its files go, and a place for one more batch is free."""
+        for read in reads:
+            read.cleanup()
+        self.places.release()
 
     def close(self) -> None:
+        """Stop the listing; remove what was read and not handed out; stop the process."""
+        self.stopped.set()
         if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        self.thread.join()
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, list):
+                self._discard(item)
+        if self.pool is not None:
+            self.pool.shutdown()
             self.pool = None
+
+    @staticmethod
+    def _discard(batch: list[Reading]) -> None:
+        for _, future in batch:
+            with contextlib.suppress(BaseException):
+                future.result().cleanup()
 
 
 def _started() -> None:
     """What a reader process runs first: nothing, but to run it the process imports this module
     (pydantic and the schema), which is most of its start."""
-
-
-def _read_next(batches: Iterator[tuple[list[RunListing], bool]], readers: _Readers) -> list[ReadRun] | None:
-    """The next batch's documents, read (None when there is none): the listing behind the batches
-    advances here too, in the reader's thread."""
-    item = next(batches, None)
-    return None if item is None else readers.read(*item)
 
 
 def build_compacts(
@@ -489,48 +595,33 @@ def build_compacts(
     progress: Callable[[RunListing], None] | None = None,
     separate_reader: bool = False,
 ) -> None:
-    """Compact the runs, a batch of runs at a time (_batches: the models run once per batch, not
-    once per run), reading the next batch's documents in a thread while DuckDB writes the compacts
-    of this one: reading files (or S3 GETs) and DuckDB both release the GIL, so on two cores a
-    compaction costs little more than the read. At most two batches exist at once.
+    """Compact the runs, a batch of runs at a time (the models run once per batch, not once per
+    run), the runs listed and read ahead (_ReadAhead) while DuckDB compacts the batch before:
+    reading files (or S3 GETs) and DuckDB both release the GIL, so on two cores a compaction costs
+    little more than the read.
 
-    ``listings`` may be a stream (iter_runs): it is advanced in the reader's thread, so the
-    listing of later runs overlaps the compaction of the first ones.
-
-    ``separate_reader``: from the second batch on, the documents are read and validated in a
-    second process, the reader thread only waiting for it. Reading a local store is Python
-    (system calls, pydantic) that held the GIL against the thread that drives DuckDB and lists
-    the store; once DuckDB's half was no longer the slower one, that contention was what kept the
-    two halves from overlapping. The first batch is read in the thread, so a campaign of one
-    batch never waits for a process to start; when a second batch follows, the process starts
-    while the first is read, and is ready when the second is given to it.
+    ``listings`` may be a stream (iter_runs): it is advanced in the read-ahead's thread, so the
+    listing of later runs overlaps the compaction of the first ones. ``separate_reader``: from the
+    second batch on, the documents are read and validated in a second process (_ReadAhead says why).
 
     A run goes through the models on its own when it holds a document elsewhere than its
     identity's key (a copy: its rows could fall in another run's groups) or has failures given.
     ``failures``: what failed, by (campaign, run), for the runs that have any."""
     failures = failures or {}
-    batches = _batches(listings)
-    readers = _Readers(store, separate_reader)
-    with ThreadPoolExecutor(1) as reader:
-        pending = reader.submit(_read_next, batches, readers)
-        try:
-            while (reads := pending.result()) is not None:
-                pending = reader.submit(_read_next, batches, readers)
+    ahead = _ReadAhead(store, listings, separate_reader)
+    try:
+        for reads in ahead.batches():
+            try:
                 for read in reads:
                     if progress:
                         progress(read.listing)
                 alone = [r for r in reads if r.misplaced or (r.listing.campaign, r.listing.run) in failures]
                 together = [r for r in reads if all(r is not a for a in alone)]
-                try:
-                    if together:
-                        write_compacts(store, together, compact_models, con)
-                    for read in alone:
-                        write_compacts(store, [read], compact_models, con, failures)
-                finally:  # a pass that failed still removes every batch it was given
-                    for read in reads:
-                        read.cleanup()
-        finally:  # stopped by a failure: the batch read ahead goes too
-            with contextlib.suppress(BaseException):
-                for read in pending.result() or []:
-                    read.cleanup()
-            readers.close()
+                if together:
+                    write_compacts(store, together, compact_models, con)
+                for read in alone:
+                    write_compacts(store, [read], compact_models, con, failures)
+            finally:  # a pass that failed still removes every batch it was given
+                ahead.done(reads)
+    finally:  # stopped by a failure: what was read ahead goes too
+        ahead.close()
