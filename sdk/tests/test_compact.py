@@ -283,6 +283,30 @@ def _differing_rows(a: str, b: str) -> int:
     ).fetchone()[0]
 
 
+def test_the_tables_of_runs_just_compacted_are_those_read_back_from_their_compacts(tmp_path, monkeypatch):
+    # the runs an aggregation compacts are read from the tables it compacted them into (Kept), not
+    # from the files it just wrote; every table written must be what reading the files gives
+    monkeypatch.setattr(compact, "BATCH_RUNS", 2)  # two batches: n1+n2, then n3 (kept_*_1, kept_*_2)
+    write(tmp_path / "store", night("n1", 1) + night("n2", 2) + night("n3", 3))
+    store = open_store(str(tmp_path / "store"))
+    read: list[str] = []
+
+    class Recording(CountingStore):  # the keys DuckDB is given to read
+        def duckdb_path(self, key):
+            read.append(key)
+            return self._store.duckdb_path(key)
+
+    aggregate(Recording(store), "syn", out=tmp_path / "kept", keep_snapshot=False)  # every run compacted here
+    assert not [key for key in read if key.startswith("compact/")]  # no compact read back
+    aggregate(Recording(store), "syn", out=tmp_path / "files", keep_snapshot=False)  # nothing new: read
+    assert {key.split("/")[2] for key in read if key.startswith("compact/")} == {"run=n1", "run=n2", "run=n3"}
+    assert not (tmp_path / "store" / "snapshot").exists()
+    tables = sorted(p.name for p in (tmp_path / "kept").glob("*.parquet"))
+    assert tables == sorted(p.name for p in (tmp_path / "files").glob("*.parquet")) and len(tables) > 20
+    for table in tables:
+        assert _differing_rows(str(tmp_path / "kept" / table), str(tmp_path / "files" / table)) == 0, table
+
+
 def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, monkeypatch):
     # a full aggregation puts several runs through the compaction models at once (their statements'
     # fixed cost paid once); each run's compact must be what compacting it alone makes. A run that

@@ -31,6 +31,7 @@ from pvbench.analytics.compact import (
     DOCUMENT_COLUMNS,
     PER_RUN_TABLES,
     Compact,
+    Kept,
     RunListing,
     build_compacts,
     is_current,
@@ -38,7 +39,7 @@ from pvbench.analytics.compact import (
     list_compacts,
     list_runs,
 )
-from pvbench.analytics.resources import compaction_threads, configure, cpu_limit, readable
+from pvbench.analytics.resources import compaction_threads, configure, cpu_limit, duckdb_settings, readable
 from pvbench.analytics.tables import (
     FAILURES_COLUMNS,
     FAILURES_TABLE,
@@ -241,6 +242,9 @@ def refresh_compacts(
     root: Path | None = None,
     failures: list[dict] | None = None,
     progress: Callable[[str], None] | None = None,
+    prefetched: snapshot.Prefetch | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+    kept: Kept | None = None,
 ) -> list[Compact]:
     """Bring the compacts up to date and return those to read.
 
@@ -248,13 +252,16 @@ def refresh_compacts(
     compact is missing or differs from its listing is compacted again. With ``run``: only that run
     is listed and compacted (the one that just finished); the campaign's other runs are read as
     they were compacted, which is what makes adding a run cheap. ``failures`` belong to ``run``.
+    ``prefetched``: the campaign's compacts are listed there, beside the run's documents.
+    ``con``: where to compact (else a connection of its own); ``kept``: the compact tables made
+    stay on it (compact.Kept), for the campaign's tables to read.
     """
     root = root or analytics_dir()
     compact_models, _ = compaction_models(discover_models(root))
-    existing = list_compacts(store, campaign)
     # Without run, the campaign's runs are a stream (iter_runs), listed as they are compacted;
     # ``listings`` gets each as it is listed, and has them all once build_compacts is done.
     listings = list_runs(store, campaign, run) if run is not None else {}
+    existing = prefetched.compacts() if prefetched is not None else list_compacts(store, campaign)
     own = set(listings)  # the run that finished (its failures are given)
     if run is not None:
         # Compacts an older pvbench made (without occasion_measurements) are compacted again from
@@ -267,7 +274,8 @@ def refresh_compacts(
                 if where not in listings:
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
-    con = connect()
+    own_connection = con is None
+    con = connect() if own_connection else con
     # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
     # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
     # materializations.
@@ -321,7 +329,7 @@ def refresh_compacts(
         # thread. Not on S3, where the reader mostly waits for overlapped GETs.
         separate = run is None and isinstance(store, LocalStore) and cpu_limit() > 1
         try:
-            build_compacts(store, compacted(stream, unlisted), compact_models, con, given, announce, separate)
+            build_compacts(store, compacted(stream, unlisted), compact_models, con, given, announce, separate, kept)
         finally:
             check.close()
         if todo:  # listed again: the versions of the compacts just made (the campaign's snapshot records them)
@@ -344,7 +352,10 @@ def refresh_compacts(
             ).fetchone()[0]
         ]
     finally:
-        con.close()
+        if own_connection:
+            con.close()
+        else:  # the connection goes on to the campaign's models: every thread again
+            con.execute("SET threads = ?", [duckdb_settings()["threads"]])
 
 
 def install_failures(con: duckdb.DuckDBPyConnection) -> None:
@@ -385,14 +396,26 @@ def build_tables(
     """
     root = root or analytics_dir()
     failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
-    compacts = refresh_compacts(store, campaign, run, root, failures if run else None, progress)
-    if only_run and run is not None:
-        compacts = [c for c in compacts if c.run == slug(run)]
-    prefix = results_prefix(campaign, run if only_run else None)
-    if not compacts:
-        raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
-    con = connect()
-    loaded = snapshot.load_compacts(con, store, compacts)
+    # adding a run: what is read beside it is listed and fetched while it is compacted
+    prefetched = snapshot.Prefetch(store, slug(campaign), slug(run)) if run and campaign and not only_run else None
+    # the runs compacted here stay on the connection (Kept): the campaign reads them there
+    con, kept = connect(), Kept()
+    try:
+        compacts = refresh_compacts(
+            store, campaign, run, root, failures if run else None, progress, prefetched, con, kept
+        )
+        if only_run and run is not None:
+            compacts = [c for c in compacts if c.run == slug(run)]
+        prefix = results_prefix(campaign, run if only_run else None)
+        if not compacts:
+            raise AnalyticsError(f"no results in {store.url}/{prefix}" + (f"; what failed:{failed}" if failed else ""))
+        loaded = snapshot.load_compacts(con, store, compacts, prefetched, kept)
+    except BaseException:
+        con.close()
+        raise
+    finally:
+        if prefetched is not None:
+            prefetched.close()
     skipped = select_documents(con)
     warn = warn or log.warning
     for row in skipped[:MAX_WARNINGS]:

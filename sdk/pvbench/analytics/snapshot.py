@@ -28,12 +28,15 @@ from its compact.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import tempfile
+import threading
 import uuid
 import weakref
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -47,6 +50,8 @@ from pvbench.analytics.compact import (
     COMPACT_TABLES,
     DOCUMENT_COLUMNS,
     Compact,
+    Kept,
+    list_compacts,
 )
 from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import FAILURES_COLUMNS
@@ -159,28 +164,117 @@ def read_manifest(store: Store, campaign: str) -> Manifest | None:
     return Manifest(campaign, parts, dict(data.get("dropped", {})))
 
 
-def load_compacts(con: duckdb.DuckDBPyConnection, store: Store, compacts: list[Compact]) -> Loaded:
-    """Tables compact_documents, compact_failures and compact_<table> of each COMPACT_TABLES: the rows
-    of the given runs' compacts, from the snapshot where it holds them, else from their own files."""
+def _loaded(store: Store, compacts: list[Compact], manifests: dict[str, Manifest | None] | None = None) -> Loaded:
+    """Which of ``compacts`` are read from their campaign's snapshot, which from their own files
+    (``manifests``: those read already, by campaign)."""
     loaded = Loaded()
+    manifests = manifests or {}
     for campaign in sorted({c.campaign for c in compacts}):
-        manifest = read_manifest(store, campaign)
+        manifest = manifests[campaign] if campaign in manifests else read_manifest(store, campaign)
         if manifest is not None:
             loaded.manifests[campaign] = manifest
     loaded.from_snapshot = [
         c for c in compacts if c.campaign in loaded.manifests and loaded.manifests[c.campaign].holds(c)
     ]
     loaded.own = [c for c in compacts if c not in set(loaded.from_snapshot)]
+    return loaded
+
+
+def load_compacts(
+    con: duckdb.DuckDBPyConnection,
+    store: Store,
+    compacts: list[Compact],
+    prefetched: Prefetch | None = None,
+    kept: Kept | None = None,
+) -> Loaded:
+    """Tables compact_documents, compact_failures and compact_<table> of each COMPACT_TABLES: the rows
+    of the given runs' compacts, from the snapshot where it holds them, else from their own files,
+    or, for the runs this aggregation compacted on ``con``, from the tables it ``kept``.
+    ``prefetched``: the manifest and files fetched already (adding a run: Prefetch)."""
+    copies: dict[str, str] = {}
+    manifests: dict[str, Manifest | None] = {}
+    if prefetched is not None:
+        manifests, copies = prefetched.result(con)
+    loaded = _loaded(store, compacts, manifests)
     try:
-        _create(con, store, loaded)
+        _create(con, store, loaded, copies, kept)
     except Exception as exc:  # the snapshot was replaced meanwhile: read every compact
         if not loaded.from_snapshot:
             raise
         log.warning("campaign snapshot unreadable (%s); reading every run's compact", exc)
         loaded = Loaded(own=list(compacts))
-        _create(con, store, loaded)
+        _create(con, store, loaded, {}, kept)
     log.debug("read %d runs from snapshots, %d from their compacts", len(loaded.from_snapshot), len(loaded.own))
     return loaded
+
+
+class Prefetch:
+    """What adding a run reads beside the run, fetched while the run's documents are read and
+    compacted (a thread; S3 requests and DuckDB both release the GIL): the campaign's compacts as
+    listed, its snapshot's manifest, and, on S3, local copies of the files load_compacts reads —
+    the snapshot's parts that hold runs, and the compacts of the runs read on their own. Not the
+    added run's, nor any compact of an older format: those are compacted again, their files are
+    read once written.
+
+    Adding a run to 100,000 results on MinIO did these one after the other: listing the
+    campaign's compacts, then the run's documents, reading and compacting them, then the manifest
+    and the snapshot's files."""
+
+    def __init__(self, store: Store, campaign: str, run: str):
+        self.store, self.campaign, self.run = store, campaign, run
+        self._listed: Future = Future()
+        self._fetched: Future = Future()
+        self.folder: Path | None = None
+        threading.Thread(target=self._fetch, name="pvbench-prefetch", daemon=True).start()
+
+    def _fetch(self) -> None:
+        try:
+            listed = list_compacts(self.store, self.campaign)
+        except BaseException as exc:
+            self._listed.set_exception(exc)
+            self._fetched.set_exception(exc)
+            return
+        self._listed.set_result(listed)
+        try:
+            manifest = read_manifest(self.store, self.campaign)
+            readable = [c for (_, run), c in listed.items() if c.complete and run != self.run]
+            keys = [
+                key for keys in _keys(_loaded(self.store, readable, {self.campaign: manifest})).values() for key in keys
+            ]
+            copies = {}
+            if isinstance(self.store, S3Store) and keys:
+                self.folder = Path(tempfile.mkdtemp(prefix="pvbench-compacts-"))
+                copies = _fetch(self.store, keys, self.folder)
+            self._fetched.set_result(({self.campaign: manifest}, copies))
+        except BaseException as exc:  # what was not fetched is read when it is needed
+            log.debug("prefetch of campaign %s failed: %s", self.campaign, exc)
+            self._fetched.set_result(({}, {}))
+
+    def compacts(self) -> dict[tuple[str, str], Compact]:
+        """The campaign's compacts, as list_compacts lists them (raises what listing them raised)."""
+        return dict(self._listed.result())
+
+    def result(self, con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Manifest | None], dict[str, str]]:
+        """(the manifest by campaign, local copies by key); the copies live as long as ``con``."""
+        try:
+            fetched = self._fetched.result()
+        except BaseException:
+            fetched = ({}, {})
+        self.adopt(con)
+        return fetched
+
+    def adopt(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.folder is not None:
+            weakref.finalize(con, shutil.rmtree, self.folder, True)
+            self.folder = None
+
+    def close(self) -> None:
+        """Wait for the thread; remove its copies if no connection took them (an error meanwhile)."""
+        with contextlib.suppress(BaseException):
+            self._fetched.result()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
 
 def _held(loaded: Loaded) -> list[tuple[Manifest, Part, list[str]]]:
@@ -204,65 +298,102 @@ def _sql(value: str | list[str]) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _local_copies(con: duckdb.DuckDBPyConnection, store: Store, keys: list[str]) -> dict[str, str]:
+def _local_copies(
+    con: duckdb.DuckDBPyConnection, store: Store, keys: list[str], have: dict[str, str] | None = None
+) -> dict[str, str]:
     """Where DuckDB reads each key: a local store's file as it is; an S3 object copied once into a
-    folder that lives as long as the connection (the GETs overlap: Store.get_many). The models
-    read the compacts through views, a scan per model: over HTTP each would fetch the files again."""
+    folder that lives as long as the connection (the GETs overlap: Store.get_many), unless ``have``
+    has a copy of it already. The models read the compacts through views, a scan per model: over
+    HTTP each would fetch the files again."""
     if not isinstance(store, S3Store):
         return {key: store.duckdb_path(key) for key in keys}
-    folder = Path(tempfile.mkdtemp(prefix="pvbench-compacts-"))
-    weakref.finalize(con, shutil.rmtree, folder, True)
+    have = have or {}
+    copies = {key: have[key] for key in keys if key in have}
+    missing = [key for key in keys if key not in have]
+    if missing:
+        folder = Path(tempfile.mkdtemp(prefix="pvbench-compacts-"))
+        weakref.finalize(con, shutil.rmtree, folder, True)
+        copies.update(_fetch(store, missing, folder))
+    return copies
 
+
+def _fetch(store: Store, keys: list[str], folder: Path) -> dict[str, str]:
+    """Each key's object copied under ``folder`` (its key's folders kept: compact_run is read from
+    the path): key → path."""
     copies = {}
     for key, content in store.get_many(keys):
         if isinstance(content, Exception):
             raise content
-        path = folder / key  # the key's folders kept: compact_run is read from the path
+        path = folder / key
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
         copies[key] = str(path)
     return copies
 
 
-def _create(con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded) -> None:
+def _keys(loaded: Loaded, in_memory: set[tuple[str, str]] = frozenset()) -> dict[tuple[str, str, str] | str, list[str]]:
+    """The keys _create reads: by (campaign, generation, file) for each snapshot part that holds
+    runs read, and by file for the compacts read on their own (not those ``in_memory``: Kept)."""
+    keys: dict[tuple[str, str, str] | str, list[str]] = {
+        (manifest.campaign, part.generation, file): [manifest.key(part.generation, file)]
+        for manifest, part, _ in _held(loaded)
+        for file in COMPACT_FILES.values()
+    }
+    for file in COMPACT_FILES.values():
+        keys[file] = [
+            f"{c.prefix}/{file}"
+            for c in loaded.own
+            if (file != COMPACT_FAILURES_FILE or c.has_failures) and (c.campaign, c.run) not in in_memory
+        ]
+    return keys
+
+
+def _create(
+    con: duckdb.DuckDBPyConnection, store: Store, loaded: Loaded, have: dict[str, str], kept: Kept | None
+) -> None:
     held = _held(loaded)
-    snapshot_keys = {
-        (manifest.campaign, part.generation, file): manifest.key(part.generation, file)
-        for manifest, part, _ in held
-        for file in COMPACT_FILES.values()
-    }
-    own_keys = {
-        file: [f"{c.prefix}/{file}" for c in loaded.own if file != COMPACT_FAILURES_FILE or c.has_failures]
-        for file in COMPACT_FILES.values()
-    }
-    local = _local_copies(con, store, [*snapshot_keys.values(), *(k for keys in own_keys.values() for k in keys)])
+    in_memory = kept.runs if kept is not None else set()
+    keys = _keys(loaded, in_memory)
+    snapshot_keys = {where: found[0] for where, found in keys.items() if isinstance(where, tuple)}
+    own_keys = {file: found for file, found in keys.items() if isinstance(file, str)}
+    local = _local_copies(
+        con, store, [*snapshot_keys.values(), *(k for found in own_keys.values() for k in found)], have
+    )
+    # runs read from their own files: many of them (a first aggregation of a campaign compacted by
+    # another, the Argo step) are read once into a table (below)
+    from_files = sum(1 for c in loaded.own if (c.campaign, c.run) not in in_memory)
+    own = [(c.campaign, c.run) for c in loaded.own]
     for table, file in COMPACT_FILES.items():
         parts = []
         for manifest, part, runs in held:
             path = _sql(local[snapshot_keys[(manifest.campaign, part.generation, file)]])
             parts.append(f"SELECT * FROM read_parquet({path}) WHERE list_contains({_sql(runs)}, compact_run)")
+        fixed = FIXED_COLUMNS.get(table)
         if own_keys[file]:
             paths = _sql([local[k] for k in own_keys[file]])
-            parts.append(
+            files = (
                 "SELECT * EXCLUDE (filename),"
                 f" regexp_extract(filename, '{_FROM_PATH}', 1) AS compact_campaign,"
                 f" regexp_extract(filename, '{_FROM_PATH}', 2) AS compact_run"
                 f" FROM read_parquet({paths}, filename = true, union_by_name = true)"
             )
+            if fixed is None and from_files > SNAPSHOT_LAG and table != f"compact_{COMPACT_TABLE}":
+                # many runs' files: read once into a table, as a view over hundreds of files would
+                # be read again by every model (~3 s more at 100 runs). Not result_rows: its rows
+                # are wide and only a few models read a few of its columns (the Argo step adding a
+                # run to 164,000 results: 2.75 s → 2.57 s).
+                con.execute(f"CREATE OR REPLACE TABLE files_{table} AS {files}")
+                files = f"SELECT * FROM files_{table}"
+            parts.append(files)
+        if kept is not None and (rows := kept.select(table.removeprefix("compact_"), own)) is not None:
+            parts.append(rows)  # compacted by this aggregation: its tables, not its files read back
         union = " UNION ALL BY NAME ".join(parts)
-        fixed = FIXED_COLUMNS.get(table)
         if fixed is not None:  # small, and typed even when no compact has the file
             columns = {**fixed, **WHERE_COLUMNS}
             con.execute(f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{n} {t}' for n, t in columns.items())})")
             if parts:
                 con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ({union})")
-        elif len(loaded.own) > SNAPSHOT_LAG and table != f"compact_{COMPACT_TABLE}":
-            # many runs' files (a first or full aggregation, the Argo step): read once into a table,
-            # as a view over hundreds of files would be read again by every model (~3 s more at 100
-            # runs). Not result_rows: its rows are wide and only a few models read a few of its
-            # columns (the Argo step adding a run to 164,000 results: 2.75 s → 2.57 s).
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS {union}")
-        else:  # a view: each model reads the columns it needs from a few files, nothing is copied
+        else:  # a view: each model reads the columns it needs, nothing is copied
             con.execute(f"CREATE OR REPLACE VIEW {table} AS {union}")
             con.execute(f"SELECT count(*) FROM {table}").fetchone()  # the files are there (else IOException)
 
