@@ -557,3 +557,16 @@ def test_a_reader_process_that_refuses_a_batch_leaves_no_folder_behind(tmp_path,
     assert not list(scratch.glob("pvbench-compact-*"))
     con = build_tables(open_store(str(tmp_path / "store")), "syn", extras=False)
     assert headline_n(con) == {"fast": 12, "slow": 12}
+
+
+def test_a_valid_documents_row_is_the_row_any_other_row_is_written_as():
+    # the reader formats a valid document's row directly (the hot path); it must be row_line's row
+    import json
+
+    from pvbench.analytics.tables import row_line
+
+    key, version = 'results/campaign=c/run=r "quoted" é/result.json', "1732000000123456789"
+    row = {"source_key": key, "size": 2048, "version": version, "cell_key": key, "problem": None, "reason": None}
+    fast = compact._valid_row(json.dumps(key), 2048, json.dumps(version), json.dumps(key))
+    assert fast.endswith("\n") and json.loads(fast) == json.loads(row_line(row, compact.DOCUMENT_COLUMNS))
+    assert list(json.loads(fast)) == list(compact.DOCUMENT_COLUMNS)

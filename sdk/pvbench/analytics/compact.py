@@ -277,27 +277,32 @@ def read_run(store: Store, listing: RunListing) -> ReadRun:
 def _read_into(store: Store, read: ReadRun) -> None:
     with read.batch.open("wb", buffering=BATCH_BUFFER) as out, read.rows.open("w", buffering=BATCH_BUFFER) as rows:
         for obj, content in _contents(store, read.listing.objects):
-            row = {
-                "source_key": obj.key,
-                "size": obj.size,
-                "version": obj.version,
-                "cell_key": None,
-                "problem": None,
-                "reason": None,
-            }
-            if isinstance(content, Exception):
-                row.update(problem="invalid", reason=f"cannot be read: {content}")
-            else:
+            problem = ("invalid", f"cannot be read: {content}") if isinstance(content, Exception) else None
+            if problem is None:
                 doc, problem = validate(content)
-                if problem is not None:
-                    row.update(problem=problem[0], reason=problem[1])
-                else:
-                    row["cell_key"] = doc.identity.result_key()
-                    head = json.dumps({"source_key": obj.key, "cell_key": row["cell_key"]})[:-1] + ","
-                    out.write(head.encode() + content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
-                    read.runs.add(doc.identity.run)
-                    read.misplaced += row["cell_key"] != obj.key
-            rows.write(row_line(row, DOCUMENT_COLUMNS))
+            if problem is not None:
+                row = dict(
+                    source_key=obj.key, size=obj.size, version=obj.version, problem=problem[0], reason=problem[1]
+                )
+                rows.write(row_line(row, DOCUMENT_COLUMNS))
+                continue
+            cell_key = doc.identity.result_key()
+            key = json.dumps(obj.key)
+            cell = key if cell_key == obj.key else json.dumps(cell_key)
+            # the document with its keys in front (its "{" replaced by theirs), on one line
+            body = content.strip()[1:].replace(b"\n", b" ").replace(b"\r", b" ")
+            out.write(b'{"source_key":%b,"cell_key":%b,%b\n' % (key.encode(), cell.encode(), body))
+            rows.write(_valid_row(key, obj.size, json.dumps(obj.version), cell))
+            read.runs.add(doc.identity.run)
+            read.misplaced += cell_key != obj.key
+
+
+def _valid_row(key: str, size: int, version: str, cell: str) -> str:
+    """row_line() of a valid document's row (DOCUMENT_COLUMNS), its strings JSON-encoded already:
+    formatted directly, as a dict through json.dumps per document was a tenth of the reader's time."""
+    return (
+        f'{{"source_key":{key},"size":{size:d},"version":{version},"cell_key":{cell},"problem":null,"reason":null}}\n'
+    )
 
 
 def write_compacts(
