@@ -42,7 +42,7 @@ import duckdb
 from pydantic import ValidationError
 
 from pvbench.analytics.resources import readable
-from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows, load_rows, row_line
+from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows, row_line
 from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
 from pvbench.store import Store, StoredObject
 from pvbench.store.layout import (
@@ -332,6 +332,7 @@ def write_compacts(
                 raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {runs}: {exc}") from exc
         if len(reads) > 1:
             _split_tables(con, reads)
+        _documents(con, reads)
         for read in reads:
             where = (read.listing.campaign, read.listing.run)
             _write_compact(store, read, con, len(reads) > 1, (failures or {}).get(where), kept)
@@ -367,6 +368,42 @@ def _split_tables(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
                     files[0].replace(Path(read.folder) / compact_table_file(table))
 
 
+def _documents(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
+    """Table ``documents``: the batch's rows of DOCUMENT_COLUMNS (every document read, with the
+    (campaign, run) slugs of the compact it goes into), each run's written as its documents.parquet
+    in its folder: one statement to load them and one partitioned COPY, where a load and a COPY per
+    run were 400 statements of a 100,000-result aggregation. A run with no file from it (none of
+    its documents was listed: a run of failures only) gets its own COPY: an empty, typed table."""
+    types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in DOCUMENT_COLUMNS.items()) + "}"
+    rows = [str(read.rows) for read in reads]
+    con.execute(
+        "CREATE OR REPLACE TABLE documents AS"
+        f" SELECT * EXCLUDE (filename), list_extract(?, list_position(?, filename)) AS compact_campaign,"
+        " list_extract(?, list_position(?, filename)) AS compact_run"
+        f" FROM read_json(?, format = 'newline_delimited', columns = {types}, filename = true)",
+        [[r.listing.campaign for r in reads], rows, [r.listing.run for r in reads], rows, rows],
+    )
+    metadata = f"KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}}"
+    columns = ", ".join(f'"{name}"' for name in DOCUMENT_COLUMNS)
+    with tempfile.TemporaryDirectory(prefix="pvbench-parts-") as tmp:
+        if len(reads) > 1:
+            con.execute(
+                f"COPY (SELECT {columns}, list_position(?, compact_run) AS pvbench_part FROM documents)"
+                f" TO '{tmp}' (FORMAT parquet, PARTITION_BY (pvbench_part), FILENAME_PATTERN 'rows', {metadata})",
+                [[r.listing.run for r in reads]],
+            )
+        for part, read in enumerate(reads, 1):
+            files = list(Path(tmp, f"pvbench_part={part}").glob("*.parquet"))
+            target = Path(read.folder) / COMPACT_DOCUMENTS_FILE
+            if len(files) == 1:
+                files[0].replace(target)
+            else:
+                con.execute(
+                    f"COPY (SELECT {columns} FROM documents WHERE compact_run = ?) TO '{target}' (FORMAT parquet, {metadata})",
+                    [read.listing.run],
+                )
+
+
 def _write_compact(
     store: Store,
     read: ReadRun,
@@ -388,9 +425,7 @@ def _write_compact(
             f"COPY {rows} TO '{tmp / compact_table_file(table)}' (FORMAT parquet)",
             [sorted(read.runs)] if shared else [],
         )
-    docs_file = tmp / COMPACT_DOCUMENTS_FILE
-    load_rows(con, "documents", DOCUMENT_COLUMNS, str(read.rows))  # a row per document listed: never empty
-    con.execute(f"COPY documents TO '{docs_file}' (FORMAT parquet, KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}})")
+    docs_file = tmp / COMPACT_DOCUMENTS_FILE  # written by _documents
     parquet = "application/vnd.apache.parquet"
     # the tables first, documents last: a compact whose documents table is missing is rebuilt
     for table in COMPACT_TABLES:
@@ -402,18 +437,16 @@ def _write_compact(
         con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
         store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
     store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
-    if kept is not None:
-        kept.add(con, "documents", listing)
-        if failures is not None:
-            kept.add(con, "failures", listing)
+    if kept is not None and failures is not None:
+        kept.add(con, "failures", listing)
 
 
 class Kept:
     """The compact tables of the runs compacted on a connection, kept on it: the campaign's tables
     read them there instead of reading back the files just written (a full aggregation of 100,000
-    results read its 600 files back in ~0.7 s, on S3 with a GET each). A batch's tables are
-    renamed (kept_<table>_<n>), not copied; each run's documents and failures rows are added to
-    kept_documents and kept_failures. ``select`` gives the rows as load_compacts reads a compact's
+    results read its 600 files back in ~0.7 s, on S3 with a GET each). A batch's tables and its
+    documents are renamed (kept_<table>_<n>), not copied; a run's failures are added to
+    kept_failures. ``select`` gives the rows as load_compacts reads a compact's
     files: with compact_campaign and compact_run, the slugs of the run they were compacted for.
 
     In memory this is what the compacts' files would be once read back (~36 MB per 10,000
@@ -423,12 +456,12 @@ class Kept:
         # each batch's number and its run labels → (campaign, run) slugs of the compact they are in
         self.batches: list[tuple[int, dict[str, tuple[str, str]]]] = []
         self.runs: set[tuple[str, str]] = set()
-        self.tables: set[str] = set()  # documents, failures: the ones made
+        self.tables: set[str] = set()  # failures, once made
 
     def keep(self, con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
         """A batch's COMPACT_TABLES, made from ``reads``: kept under new names."""
         number = len(self.batches) + 1
-        for table in COMPACT_TABLES:
+        for table in (*COMPACT_TABLES, "documents"):
             con.execute(f"ALTER TABLE {table} RENAME TO kept_{table}_{number}")
         self.batches.append(
             (number, {label: (r.listing.campaign, r.listing.run) for r in reads for label in sorted(r.runs)})
@@ -436,7 +469,7 @@ class Kept:
         self.runs.update((r.listing.campaign, r.listing.run) for r in reads)
 
     def add(self, con: duckdb.DuckDBPyConnection, table: str, listing: RunListing) -> None:
-        """The rows of ``table`` (documents or failures, one run's) added to kept_<table>."""
+        """The rows of ``table`` (failures, one run's) added to kept_<table>."""
         if table not in self.tables:
             con.execute(
                 f"CREATE OR REPLACE TABLE kept_{table} AS"
@@ -452,11 +485,14 @@ class Kept:
         wanted = set(runs) & self.runs
         if not wanted:
             return None
-        if table in ("documents", "failures"):
-            if table not in self.tables:
-                return None
-            pairs = _literal([f"{c}/{r}" for c, r in sorted(wanted)])
-            return f"SELECT * FROM kept_{table} WHERE list_contains({pairs}, compact_campaign || '/' || compact_run)"
+        pairs = _literal([f"{c}/{r}" for c, r in sorted(wanted)])
+        where = f"list_contains({pairs}, compact_campaign || '/' || compact_run)"
+        if table == "failures":
+            return f"SELECT * FROM kept_failures WHERE {where}" if table in self.tables else None
+        if table == "documents":  # each batch's, with the slugs of each row's compact
+            return " UNION ALL BY NAME ".join(
+                f"SELECT * FROM kept_documents_{number} WHERE {where}" for number, _ in self.batches
+            )
         branches = []
         for number, labels in self.batches:
             mine = {label: where for label, where in labels.items() if where in wanted}
