@@ -161,8 +161,9 @@ MERGING = [
 ]
 
 
-def timed(args: list[str], env: dict, command: list[str] = PVBENCH) -> tuple[float, float] | None:
-    """(wall seconds, peak RSS in GiB) of one pvbench command in its own process."""
+def timed(args: list[str], env: dict, command: list[str] = PVBENCH) -> tuple[float, float, float] | None:
+    """(wall seconds, peak RSS in GiB, CPU seconds: user + system, its reader process's included)
+    of one pvbench command in its own process."""
     t0 = time.monotonic()
     proc = subprocess.Popen(command + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -170,7 +171,7 @@ def timed(args: list[str], env: dict, command: list[str] = PVBENCH) -> tuple[flo
     if status != 0:  # said, and shown as failed in the table; the other measurements go on
         print(f"pvbench {' '.join(args)} failed:\n{proc.stderr.read().decode()[-2000:]}", file=sys.stderr)
         return None
-    return wall, usage.ru_maxrss / 2**20
+    return wall, usage.ru_maxrss / 2**20, usage.ru_utime + usage.ru_stime
 
 
 def argo_step(pod: Path, store, template: dict, index: int, env: dict) -> tuple[float, float] | None:

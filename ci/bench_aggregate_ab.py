@@ -59,6 +59,7 @@ def main() -> None:
             os.sync()
             out = work / "tables"
             walls: dict[str, list[float]] = {name: [] for name in variants}
+            cpus: dict[str, list[float]] = {name: [] for name in variants}
             reads = []
             for pair in range(args.pairs):
                 reads.append(read_bytes(store)[0])
@@ -68,6 +69,7 @@ def main() -> None:
                     if measured is None:
                         raise SystemExit(f"{name}: pvbench aggregate failed")
                     walls[name].append(measured[0])
+                    cpus[name].append(measured[2])
                 print(
                     f"pair {pair + 1}: read {reads[-1]:.1f} s; "
                     + ", ".join(f"{name} {walls[name][-1]:.1f} s" for name in variants),
@@ -80,14 +82,16 @@ def main() -> None:
     ratios = [n / o for n, o in zip(new, old)]
     where = "tmpfs" if args.tmpfs else "disk"
     print(f"\nfull aggregation of {runs * PER_RUN:,} results, local store on {where}, {args.pairs} alternated pairs")
-    print("| code | full aggregation, each pair | median | median ÷ read |")
-    print("|---|---|---|---|")
+    # CPU: user + system of the command and its reader process; over the wall time, the cores it kept busy
+    print("| code | full aggregation, each pair | median | median ÷ read | CPU, median | CPU ÷ wall |")
+    print("|---|---|---|---|---|---|")
     for name, times in walls.items():
         print(
             f"| {name} | {', '.join(f'{t:.1f}' for t in times)} s | {statistics.median(times):.1f} s"
-            f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}× |"
+            f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}×"
+            f" | {statistics.median(cpus[name]):.1f} s | {statistics.median(c / t for c, t in zip(cpus[name], times)):.2f} |"
         )
-    print(f"| read bytes | {', '.join(f'{r:.1f}' for r in reads)} s | {statistics.median(reads):.1f} s | |")
+    print(f"| read bytes | {', '.join(f'{r:.1f}' for r in reads)} s | {statistics.median(reads):.1f} s | | | |")
     print(
         f"\nworking tree ÷ base, each pair: {', '.join(f'{r:.2f}' for r in ratios)};"
         f" median {statistics.median(ratios):.2f}, faster in {sum(r < 1 for r in ratios)} of {len(ratios)}"
