@@ -4,11 +4,15 @@ wrongly: the tables are the same with it, without it, and with it out of date.""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import shutil
+import tempfile
+import threading
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from stats_helpers import write
 from test_compact import headline_n, night
 
@@ -16,6 +20,7 @@ from pvbench.analytics import snapshot
 from pvbench.analytics.compact import list_compacts
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
+from pvbench.store.backends import StoreError
 from pvbench.store.layout import SNAPSHOT_MANIFEST, snapshot_prefix
 
 
@@ -211,3 +216,48 @@ def test_the_snapshot_on_s3(s3_store_url):
     assert headline_n(build_tables(store, "syn", run="n3", extras=False)) == {"fast": 9, "slow": 9}
     assert headline_n(build_tables(store, "syn", extras=False)) == {"fast": 9, "slow": 9}
     assert set(manifest(store)["runs"]) == {"n1", "n2", "n3"}
+
+
+def test_adding_a_run_on_s3_fetches_the_rest_of_the_campaign_while_the_run_is_compacted(
+    s3_store_url, monkeypatch, tmp_path
+):
+    # snapshot.Prefetch: the snapshot's files are fetched in its thread, beside the run's
+    # compaction, and nothing is fetched again when the campaign's tables read them
+    write(s3_store_url, night("n1", 1) + night("n2", 2))
+    store = open_store(s3_store_url)
+    aggregate(store, "syn")
+    write(s3_store_url, night("n3", 3))
+    fetched: list[tuple[str, list[str]]] = []
+    original = snapshot._fetch
+
+    def recording(store, keys, folder):
+        fetched.append((threading.current_thread().name, list(keys)))
+        return original(store, keys, folder)
+
+    monkeypatch.setattr(snapshot, "_fetch", recording)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the copies go
+    con = build_tables(store, "syn", run="n3", extras=False)
+    assert headline_n(con) == {"fast": 9, "slow": 9}
+    [(thread, keys)] = fetched  # one fetch, in the prefetch's thread: the snapshot's files
+    assert thread == "pvbench-prefetch" and keys and all(k.startswith("snapshot/") for k in keys)
+    assert list(tmp_path.glob("pvbench-compacts-*"))  # the copies live as long as the connection
+    con.close()
+    del con
+    gc.collect()
+    assert not list(tmp_path.glob("pvbench-compacts-*"))
+
+
+def test_a_campaign_whose_compacts_cannot_be_listed_fails_with_the_stores_error(tmp_path):
+    # the listing happens in the prefetch's thread; its error is the aggregation's, said once
+    write(tmp_path, night("n1", 1))
+    aggregate(open_store(str(tmp_path)), "syn")
+    write(tmp_path, night("n2", 2))
+
+    class Broken(PathRecordingStore):
+        def list_objects(self, prefix):
+            if prefix.startswith("compact/"):
+                raise StoreError("list compact/: AccessDenied")
+            return self._store.list_objects(prefix)
+
+    with pytest.raises(StoreError, match="AccessDenied"):
+        aggregate(Broken(open_store(str(tmp_path))), "syn", run="n2")

@@ -732,8 +732,9 @@ def build_compacts(
     little more than the read.
 
     ``listings`` may be a stream (iter_runs): it is advanced in the read-ahead's thread, so the
-    listing of later runs overlaps the compaction of the first ones. ``separate_reader``: from the
-    second batch on, the documents are read and validated in a second process (_ReadAhead says why).
+    listing of later runs overlaps the compaction of the first ones. ``separate_reader``: once a
+    second batch is certain, the documents are read and validated in a second process (_ReadAhead
+    says why and when).
 
     A run goes through the models on its own when it holds a document elsewhere than its
     identity's key (a copy: its rows could fall in another run's groups) or has failures given.

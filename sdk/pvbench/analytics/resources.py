@@ -92,11 +92,12 @@ def duckdb_settings() -> dict[str, str | int | bool]:
 
 def compaction_threads() -> int:
     """DuckDB's threads while runs are compacted: one fewer than the process may use. The
-    compactor's reader (pvbench.analytics.compact.build_compacts: a thread, or a second process
-    for a local store's full aggregation) reads and validates the next batch in Python beside
+    compactor's reader (pvbench.analytics.compact._ReadAhead: a thread, and a second process for a
+    local store's full aggregation) lists, reads and validates the next runs in Python beside
     DuckDB and keeps a core busy; a second DuckDB thread on that core only contends with it (on
-    2 cores, compacting with two threads was slower than with one, and cost more CPU). Only where there is a next batch to read: adding one run (one batch, read
-    before DuckDB starts) keeps every thread."""
+    2 cores, compacting with two threads was slower than with one, and cost more CPU). Only where
+    there is a next batch to read: adding one run (one batch, read before DuckDB starts) keeps
+    every thread."""
     return max(1, int(duckdb_settings()["threads"]) - 1)
 
 
