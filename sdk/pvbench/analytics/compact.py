@@ -42,7 +42,7 @@ import duckdb
 from pydantic import ValidationError
 
 from pvbench.analytics.resources import readable
-from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows, row_line
+from pvbench.analytics.tables import FAILURES_COLUMNS, AnalyticsError, insert_rows, json_columns, row_line, sql_literal
 from pvbench.results.schema import SCHEMA_VERSION, ResultDocument
 from pvbench.store import Store, StoredObject
 from pvbench.store.layout import (
@@ -354,18 +354,35 @@ def _split_tables(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
         for label in sorted(read.runs):
             labels.append(label)
             parts.append(part)
+    for table in COMPACT_TABLES:
+        _copy_parts(
+            con,
+            f"SELECT *, list_extract(?, list_position(?, run)) AS pvbench_part FROM {table}",
+            [parts, labels],
+            reads,
+            compact_table_file(table),
+        )
+
+
+def _copy_parts(
+    con: duckdb.DuckDBPyConnection, query: str, params: list, reads: list[ReadRun], file: str, options: str = ""
+) -> list[ReadRun]:
+    """COPY ``query``'s rows, partitioned by its column pvbench_part (the 1-based index of the read
+    they belong to), each part moved to its read's folder as ``file``; returns the reads that got
+    none (no rows, or a part that came out as several files)."""
+    missing = []
     with tempfile.TemporaryDirectory(prefix="pvbench-parts-") as tmp:
-        for table in COMPACT_TABLES:
-            out = Path(tmp) / table
-            con.execute(
-                f"COPY (SELECT *, list_extract(?, list_position(?, run)) AS pvbench_part FROM {table})"
-                f" TO '{out}' (FORMAT parquet, PARTITION_BY (pvbench_part), FILENAME_PATTERN 'rows')",
-                [parts, labels],
-            )
-            for part, read in enumerate(reads, 1):
-                files = list((out / f"pvbench_part={part}").glob("*.parquet"))
-                if len(files) == 1:
-                    files[0].replace(Path(read.folder) / compact_table_file(table))
+        con.execute(
+            f"COPY ({query}) TO '{tmp}' (FORMAT parquet, PARTITION_BY (pvbench_part), FILENAME_PATTERN 'rows'{options})",
+            params,
+        )
+        for part, read in enumerate(reads, 1):
+            files = list(Path(tmp, f"pvbench_part={part}").glob("*.parquet"))
+            if len(files) == 1:
+                files[0].replace(Path(read.folder) / file)
+            else:
+                missing.append(read)
+    return missing
 
 
 def _documents(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
@@ -374,34 +391,24 @@ def _documents(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
     in its folder: one statement to load them and one partitioned COPY, where a load and a COPY per
     run were 400 statements of a 100,000-result aggregation. A run with no file from it (none of
     its documents was listed: a run of failures only) gets its own COPY: an empty, typed table."""
-    types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in DOCUMENT_COLUMNS.items()) + "}"
     rows = [str(read.rows) for read in reads]
     con.execute(
         "CREATE OR REPLACE TABLE documents AS"
-        f" SELECT * EXCLUDE (filename), list_extract(?, list_position(?, filename)) AS compact_campaign,"
+        " SELECT * EXCLUDE (filename), list_extract(?, list_position(?, filename)) AS compact_campaign,"
         " list_extract(?, list_position(?, filename)) AS compact_run"
-        f" FROM read_json(?, format = 'newline_delimited', columns = {types}, filename = true)",
+        f" FROM read_json(?, format = 'newline_delimited', columns = {json_columns(DOCUMENT_COLUMNS)}, filename = true)",
         [[r.listing.campaign for r in reads], rows, [r.listing.run for r in reads], rows, rows],
     )
     metadata = f"KV_METADATA {{{FORMAT_KEY}: '{COMPACT_FORMAT}'}}"
     columns = ", ".join(f'"{name}"' for name in DOCUMENT_COLUMNS)
-    with tempfile.TemporaryDirectory(prefix="pvbench-parts-") as tmp:
-        if len(reads) > 1:
-            con.execute(
-                f"COPY (SELECT {columns}, list_position(?, compact_run) AS pvbench_part FROM documents)"
-                f" TO '{tmp}' (FORMAT parquet, PARTITION_BY (pvbench_part), FILENAME_PATTERN 'rows', {metadata})",
-                [[r.listing.run for r in reads]],
-            )
-        for part, read in enumerate(reads, 1):
-            files = list(Path(tmp, f"pvbench_part={part}").glob("*.parquet"))
-            target = Path(read.folder) / COMPACT_DOCUMENTS_FILE
-            if len(files) == 1:
-                files[0].replace(target)
-            else:
-                con.execute(
-                    f"COPY (SELECT {columns} FROM documents WHERE compact_run = ?) TO '{target}' (FORMAT parquet, {metadata})",
-                    [read.listing.run],
-                )
+    query = f"SELECT {columns}, list_position(?, compact_run) AS pvbench_part FROM documents"
+    missing = _copy_parts(con, query, [[r.listing.run for r in reads]], reads, COMPACT_DOCUMENTS_FILE, f", {metadata}")
+    for read in missing:
+        con.execute(
+            f"COPY (SELECT {columns} FROM documents WHERE compact_run = ?)"
+            f" TO '{Path(read.folder) / COMPACT_DOCUMENTS_FILE}' (FORMAT parquet, {metadata})",
+            [read.listing.run],
+        )
 
 
 def _write_compact(
@@ -438,7 +445,7 @@ def _write_compact(
         store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
     store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
     if kept is not None and failures is not None:
-        kept.add(con, "failures", listing)
+        kept.add_failures(con, listing)
 
 
 class Kept:
@@ -446,17 +453,15 @@ class Kept:
     read them there instead of reading back the files just written (a full aggregation of 100,000
     results read its 600 files back in ~0.7 s, on S3 with a GET each). A batch's tables and its
     documents are renamed (kept_<table>_<n>), not copied; a run's failures are added to
-    kept_failures. ``select`` gives the rows as load_compacts reads a compact's
-    files: with compact_campaign and compact_run, the slugs of the run they were compacted for.
-
-    In memory this is what the compacts' files would be once read back (~36 MB per 10,000
-    results); DuckDB spills it to its temporary directory beyond its memory limit."""
+    kept_failures. ``select`` gives the rows as load_compacts reads a compact's files: with
+    compact_campaign and compact_run, the slugs of the run they were compacted for. They are the
+    rows reading those files back would have put in tables (~36 MB per 10,000 results)."""
 
     def __init__(self) -> None:
         # each batch's number and its run labels → (campaign, run) slugs of the compact they are in
         self.batches: list[tuple[int, dict[str, tuple[str, str]]]] = []
         self.runs: set[tuple[str, str]] = set()
-        self.tables: set[str] = set()  # failures, once made
+        self.failures = False  # kept_failures made
 
     def keep(self, con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:
         """A batch's COMPACT_TABLES, made from ``reads``: kept under new names."""
@@ -468,15 +473,15 @@ class Kept:
         )
         self.runs.update((r.listing.campaign, r.listing.run) for r in reads)
 
-    def add(self, con: duckdb.DuckDBPyConnection, table: str, listing: RunListing) -> None:
-        """The rows of ``table`` (failures, one run's) added to kept_<table>."""
-        if table not in self.tables:
+    def add_failures(self, con: duckdb.DuckDBPyConnection, listing: RunListing) -> None:
+        """Table ``failures`` (one run's) added to kept_failures."""
+        if not self.failures:
             con.execute(
-                f"CREATE OR REPLACE TABLE kept_{table} AS"
-                f" SELECT *, ''::VARCHAR AS compact_campaign, ''::VARCHAR AS compact_run FROM {table} LIMIT 0"
+                "CREATE OR REPLACE TABLE kept_failures AS"
+                " SELECT *, ''::VARCHAR AS compact_campaign, ''::VARCHAR AS compact_run FROM failures LIMIT 0"
             )
-            self.tables.add(table)
-        con.execute(f"INSERT INTO kept_{table} SELECT *, ?, ? FROM {table}", [listing.campaign, listing.run])
+            self.failures = True
+        con.execute("INSERT INTO kept_failures SELECT *, ?, ? FROM failures", [listing.campaign, listing.run])
         self.runs.add((listing.campaign, listing.run))
 
     def select(self, table: str, runs: Iterable[tuple[str, str]]) -> str | None:
@@ -485,23 +490,26 @@ class Kept:
         wanted = set(runs) & self.runs
         if not wanted:
             return None
-        pairs = _literal([f"{c}/{r}" for c, r in sorted(wanted)])
+        pairs = sql_literal([f"{c}/{r}" for c, r in sorted(wanted)])
         where = f"list_contains({pairs}, compact_campaign || '/' || compact_run)"
         if table == "failures":
-            return f"SELECT * FROM kept_failures WHERE {where}" if table in self.tables else None
+            return f"SELECT * FROM kept_failures WHERE {where}" if self.failures else None
         if table == "documents":  # each batch's, with the slugs of each row's compact
-            return " UNION ALL BY NAME ".join(
-                f"SELECT * FROM kept_documents_{number} WHERE {where}" for number, _ in self.batches
+            return (
+                " UNION ALL BY NAME ".join(
+                    f"SELECT * FROM kept_documents_{number} WHERE {where}" for number, _ in self.batches
+                )
+                or None
             )
         branches = []
         for number, labels in self.batches:
             mine = {label: where for label, where in labels.items() if where in wanted}
             if not mine:
                 continue
-            names = _literal(list(mine))
+            names = sql_literal(list(mine))
             branches.append(
-                f"SELECT *, list_extract({_literal([c for c, _ in mine.values()])}, list_position({names}, run))"
-                f" AS compact_campaign, list_extract({_literal([r for _, r in mine.values()])},"
+                f"SELECT *, list_extract({sql_literal([c for c, _ in mine.values()])}, list_position({names}, run))"
+                f" AS compact_campaign, list_extract({sql_literal([r for _, r in mine.values()])},"
                 f" list_position({names}, run)) AS compact_run"
                 f" FROM kept_{table}_{number}"
                 # every row of the batch (a full aggregation's): no filter for every model to apply
@@ -513,11 +521,6 @@ class Kept:
                 f" FROM kept_{table}_{self.batches[0][0]} WHERE false"
             )
         return " UNION ALL BY NAME ".join(branches) or None
-
-
-def _literal(values: list[str]) -> str:
-    """A list of strings as an SQL literal (a view cannot take parameters)."""
-    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]::VARCHAR[]"
 
 
 # Runs compacted together (one pass of the models): up to this many documents, or runs, at once.

@@ -237,13 +237,13 @@ def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
 
 def refresh_compacts(
     store: Store,
+    con: duckdb.DuckDBPyConnection,
     campaign: str | None,
     run: str | None = None,
     root: Path | None = None,
     failures: list[dict] | None = None,
     progress: Callable[[str], None] | None = None,
     prefetched: snapshot.Prefetch | None = None,
-    con: duckdb.DuckDBPyConnection | None = None,
     kept: Kept | None = None,
 ) -> list[Compact]:
     """Bring the compacts up to date and return those to read.
@@ -252,9 +252,9 @@ def refresh_compacts(
     compact is missing or differs from its listing is compacted again. With ``run``: only that run
     is listed and compacted (the one that just finished); the campaign's other runs are read as
     they were compacted, which is what makes adding a run cheap. ``failures`` belong to ``run``.
+    ``con``: where to compact; the campaign's models run on it next, with every thread again.
     ``prefetched``: the campaign's compacts are listed there, beside the run's documents.
-    ``con``: where to compact (else a connection of its own); ``kept``: the compact tables made
-    stay on it (compact.Kept), for the campaign's tables to read.
+    ``kept``: the compact tables made stay on ``con`` (compact.Kept), for the campaign's tables.
     """
     root = root or analytics_dir()
     compact_models, _ = compaction_models(discover_models(root))
@@ -274,8 +274,6 @@ def refresh_compacts(
                 if where not in listings:
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
-    own_connection = con is None
-    con = connect() if own_connection else con
     # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
     # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
     # materializations.
@@ -351,11 +349,8 @@ def refresh_compacts(
                 "SELECT count(*) FROM read_parquet(?)", [readable(con, store, c.documents_key)]
             ).fetchone()[0]
         ]
-    finally:
-        if own_connection:
-            con.close()
-        else:  # the connection goes on to the campaign's models: every thread again
-            con.execute("SET threads = ?", [duckdb_settings()["threads"]])
+    finally:  # the connection goes on to the campaign's models: every thread again
+        con.execute("SET threads = ?", [duckdb_settings()["threads"]])
 
 
 def install_failures(con: duckdb.DuckDBPyConnection) -> None:
@@ -402,7 +397,7 @@ def build_tables(
     con, kept = connect(), Kept()
     try:
         compacts = refresh_compacts(
-            store, campaign, run, root, failures if run else None, progress, prefetched, con, kept
+            store, con, campaign, run, root, failures if run else None, progress, prefetched, kept
         )
         if only_run and run is not None:
             compacts = [c for c in compacts if c.run == slug(run)]

@@ -54,7 +54,7 @@ from pvbench.analytics.compact import (
     list_compacts,
 )
 from pvbench.analytics.resources import readable
-from pvbench.analytics.tables import FAILURES_COLUMNS
+from pvbench.analytics.tables import FAILURES_COLUMNS, sql_literal
 from pvbench.store import S3Store, Store
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
@@ -237,9 +237,9 @@ class Prefetch:
         self._listed.set_result(listed)
         try:
             manifest = read_manifest(self.store, self.campaign)
-            readable = [c for (_, run), c in listed.items() if c.complete and run != self.run]
+            others = [c for (_, run), c in listed.items() if c.complete and run != self.run]
             keys = [
-                key for keys in _keys(_loaded(self.store, readable, {self.campaign: manifest})).values() for key in keys
+                key for keys in _keys(_loaded(self.store, others, {self.campaign: manifest})).values() for key in keys
             ]
             copies = {}
             if isinstance(self.store, S3Store) and keys:
@@ -260,13 +260,10 @@ class Prefetch:
             fetched = self._fetched.result()
         except BaseException:
             fetched = ({}, {})
-        self.adopt(con)
-        return fetched
-
-    def adopt(self, con: duckdb.DuckDBPyConnection) -> None:
-        if self.folder is not None:
+        if self.folder is not None:  # adopted by the connection
             weakref.finalize(con, shutil.rmtree, self.folder, True)
             self.folder = None
+        return fetched
 
     def close(self) -> None:
         """Wait for the thread; remove its copies if no connection took them (an error meanwhile)."""
@@ -289,13 +286,6 @@ def _held(loaded: Loaded) -> list[tuple[Manifest, Part, list[str]]]:
         for part in manifest.parts
         if (campaign, part.generation) in held
     ]
-
-
-def _sql(value: str | list[str]) -> str:
-    """A string or a list of strings as an SQL literal (a view cannot take parameters)."""
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_sql, value)) + "]"
-    return "'" + value.replace("'", "''") + "'"
 
 
 def _local_copies(
@@ -366,11 +356,11 @@ def _create(
     for table, file in COMPACT_FILES.items():
         parts = []
         for manifest, part, runs in held:
-            path = _sql(local[snapshot_keys[(manifest.campaign, part.generation, file)]])
-            parts.append(f"SELECT * FROM read_parquet({path}) WHERE list_contains({_sql(runs)}, compact_run)")
+            path = sql_literal(local[snapshot_keys[(manifest.campaign, part.generation, file)]])
+            parts.append(f"SELECT * FROM read_parquet({path}) WHERE list_contains({sql_literal(runs)}, compact_run)")
         fixed = FIXED_COLUMNS.get(table)
         if own_keys[file]:
-            paths = _sql([local[k] for k in own_keys[file]])
+            paths = sql_literal([local[k] for k in own_keys[file]])
             files = (
                 "SELECT * EXCLUDE (filename),"
                 f" regexp_extract(filename, '{_FROM_PATH}', 1) AS compact_campaign,"

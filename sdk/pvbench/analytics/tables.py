@@ -61,15 +61,27 @@ def row_line(row: dict, columns: dict[str, str]) -> str:
     return json.dumps({name: _plain(row.get(name)) for name in columns}, allow_nan=False) + "\n"
 
 
+def json_columns(columns: dict[str, str]) -> str:
+    """``columns`` (name → DuckDB type) as read_json's ``columns =`` argument."""
+    return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
+
+
+def sql_literal(value: str | list[str]) -> str:
+    """A string or a list of strings as an SQL literal (a view cannot take parameters)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(map(sql_literal, value)) + "]"
+    return "'" + value.replace("'", "''") + "'"
+
+
 def load_rows(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, str], path: str | None) -> None:
     """(Re)create ``table`` with ``columns`` (name → DuckDB type), filled from a file of
     row_line()s (None: no rows)."""
     spec = ", ".join(f'"{name}" {kind}' for name, kind in columns.items())
     con.execute(f"CREATE OR REPLACE TABLE {table} ({spec})")
     if path is not None:
-        types = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
         con.execute(
-            f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', columns = {types})",
+            f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited',"
+            f" columns = {json_columns(columns)})",
             [path],
         )
 
