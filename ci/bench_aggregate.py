@@ -157,7 +157,7 @@ MERGING = [
     sys.executable,
     "-c",
     "import sys; from pvbench.analytics import snapshot; snapshot.SNAPSHOT_LAG = 0; snapshot.MAX_PARTS = 1;"
-    " from pvbench.cli.main import app; sys.argv[0] = 'pvbench'; app()",
+    " from pvbench.cli.main import main; sys.argv[0] = 'pvbench'; main()",
 ]
 
 

@@ -35,7 +35,7 @@ VARIANTS = {
         sys.executable,
         "-c",
         "import sys, pvbench.report.build as build; build.MALLOC_ENV = {};"
-        " from pvbench.cli.main import app; sys.argv[0] = 'pvbench'; app()",
+        " from pvbench.cli.main import main; sys.argv[0] = 'pvbench'; main()",
     ],
 }
 

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,20 @@ def test_sweep_80_percent_level_is_found_by_measurement(tmp_path):
     note = doc.provenance.notes["load_search"]
     assert "of QD32 max" in note and "tried qd32x1=" in note
     assert doc.workload.load == "p80" and doc.workload.iodepth >= 1
+
+
+def test_the_console_script_freezes_what_outlives_the_command_and_keeps_its_exit_code(monkeypatch):
+    """pvbench.cli.main.main (the `pvbench` script, and `python -m pvbench.cli`): gc.freeze() before
+    the command and after it (so the exit's collections walk neither), and the command's own exit
+    code, whatever it is."""
+    import gc
+
+    from pvbench.cli import main as cli_main
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(cli_main, "app", lambda prog_name: sys.exit(3))
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main()
+    assert exited.value.code == 3
+    assert frozen == [True, True]

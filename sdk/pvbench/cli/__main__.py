@@ -1,3 +1,3 @@
-from pvbench.cli.main import app
+from pvbench.cli.main import main
 
-app(prog_name="pvbench")
+main()
