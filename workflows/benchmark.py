@@ -3,7 +3,7 @@
     validate ─▶ expand ─┬▶ benchmark-cell × cells (withParam, one pod each)     ─┬▶ adaptive (if adaptive-target is set)
                         └▶ client-cell × client-cells (a profile with multi-client tests) ─┘
     client-cell:  barrier (daemon) ─▶ fio-client × N (withSequence, own PVC each) ─▶ merge-clients
-    exit handler, whatever happened: cleanup (stuck cell pods) ─▶ aggregate ─▶ report
+    exit handler, whatever happened: cleanup (stuck cell pods) ─▶ aggregate ─▶ report (unless build-report is false)
 
     adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next, client-cell × next-clients ─▶ adaptive (round + 1)
 
@@ -253,6 +253,9 @@ PARAMETERS = [
       description="Value of node-label. Runs with the same value take turns (mutex pvbench-node-<value>)."),
     P(name="image", value=c.RUNNER_IMAGE, description="Runner image (fio + pvbench)."),
     P(name="report-image", value=c.REPORT_IMAGE, description="Report image (Evidence + pvbench)."),
+    P(name="build-report", value="true", enum=["true", "false"],
+      description="true = after aggregate, build the campaign's report (Evidence: 1-2 min of CPU, under the node's "
+                  "mutex). false = the campaign's tables only; the next run that builds the report shows this run too."),
 ]  # fmt: skip
 
 with WorkflowTemplate(
@@ -1003,6 +1006,7 @@ with WorkflowTemplate(
         t_report = Task(
             name="report",
             template=report,
+            when=f"'{WF('build-report')}' == 'true'",
             arguments=[Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}")],
         )
         # aggregate whether or not cleanup managed (a cleanup error must not lose the report)

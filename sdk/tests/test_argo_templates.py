@@ -146,6 +146,11 @@ def test_benchmark_template_shape():
     assert spec["onExit"] == "finish"
     finish = {t["name"]: t for t in tpl["finish"]["dag"]["tasks"]}
     assert set(finish) == {"cleanup", "aggregate", "report"} and finish["report"]["depends"] == "aggregate"
+    # build-report=false skips only the report: the run's tables still land
+    assert finish["report"]["when"] == "'{{workflow.parameters.build-report}}' == 'true'"
+    assert "when" not in finish["aggregate"] and "when" not in finish["cleanup"]
+    [build_report] = [p for p in spec["arguments"]["parameters"] if p["name"] == "build-report"]
+    assert build_report["value"] == "true" and build_report["enum"] == ["true", "false"]
     assert finish["aggregate"]["depends"] == "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
     assert "pvbench.io/component=benchmark" in " ".join(tpl["cleanup"]["resource"]["flags"])
     assert tpl["cleanup"]["serviceAccountName"] == "pvbench-cleanup"

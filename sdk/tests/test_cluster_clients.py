@@ -14,7 +14,7 @@ from cluster_helpers import BUCKET, QUICK, WatchedRun, describe, installed_relea
 
 from pvbench.fio.merge import read_clients_raw
 from pvbench.results import ResultDocument
-from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, results_prefix
+from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, compact_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -37,6 +37,9 @@ def run() -> WatchedRun:
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
         "volume-timeout": "5m",  # its pods may wait for the node while other runs' cells hold it
+        # the report is test_cluster_run's and test_cluster_failures' business: skipping it here
+        # saves CI a 1-2 min Evidence build under the node's mutex, and proves the skip
+        "build-report": "false",
     }
     return WatchedRun(params, "pvbench-clients-")
 
@@ -132,8 +135,25 @@ def shared_run() -> WatchedRun:
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
         "volume-timeout": "5m",
+        "build-report": "false",
     }
     return WatchedRun(params, "pvbench-shared-")
+
+
+def test_build_report_false_skips_the_report_step_and_still_stores_the_runs_tables(run):
+    """Both runs of this campaign pass build-report=false: the exit handler aggregates (the run's
+    compact and the campaign's tables land) and skips the report, so no site is stored."""
+    wf = run.workflow
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    by_template = _by_template(wf)
+    assert [n["phase"] for n in _of_type(by_template["aggregate"], "Pod")] == ["Succeeded"], describe(wf)
+    [report] = [n for n in nodes(wf) if n.get("displayName") == "report"]
+    assert report["type"] == "Skipped" and report["phase"] in ("Skipped", "Omitted"), describe(wf)
+    assert not _of_type(by_template.get("report", []), "Pod")
+    minio = pod_minio()
+    compact = compact_prefix(CAMPAIGN, run.name)
+    assert f"{compact}/documents.parquet" in minio.keys(BUCKET, compact + "/")
+    assert minio.keys(BUCKET, report_prefix(CAMPAIGN) + "/") == []
 
 
 def test_shared_client_volume_is_one_rwx_claim_for_every_client_released_after_the_cell(shared_run):

@@ -31,6 +31,7 @@ def run():
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
         "volume-timeout": "5m",  # its pods may wait for the node while other runs' cells hold it
+        "build-report": "false",  # see test_cluster_clients
     }
     name = submit(params, "pvbench-slo-")
     return name, wait_workflow(name)
