@@ -246,6 +246,8 @@ def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario
     assert wf["metadata"]["labels"]["pvbench.io/occasion"] == "weekend"
     assert wf["metadata"]["labels"]["workflows.argoproj.io/cron-workflow"] == CRON
     [key] = _stored(scenario["C"], "ci-occasions")
+    # the chart's occasions.parameters reach the run: build-report=false skipped its report
+    assert [n["phase"] for n in nodes(wf) if n.get("displayName") == "report"] in (["Skipped"], ["Omitted"])
     assert "/occasion=weekend/" in key and "/storage_class=pvbench-tmpfs/" in key
     # it ran after F had released the node
     f_end = scenario["F_wf"]["status"]["finishedAt"]
