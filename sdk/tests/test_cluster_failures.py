@@ -5,8 +5,7 @@ One run F measures three classes: one whose provisioner nobody runs (its PVC sta
 one whose cell pod this test deletes while fio runs (Argo: Error), and one that works. Meanwhile
 the chart's weekend CronWorkflow is made due, so its run C queues for the node's mutex behind
 F. Then the class is fixed (made again with a working provisioner, as an operator would) and
-F is retried with `argo retry -p build-report=false`, which reruns exactly its failed cells under
-the same keys, then its exit handler without the report.
+F is retried with `argo retry`, which reruns exactly its failed cells under the same keys.
 """
 
 from __future__ import annotations
@@ -156,10 +155,7 @@ def scenario():
         60,
     ):
         k.delete("workflow", wf["metadata"]["name"], wait=False)
-    # without its report: F's first exit handler built one (the failed run's report is proven
-    # there), and a rebuild would hold the node ~2 min of CI for the same Evidence build. The
-    # retried exit handler still cleans up and aggregates (test_argo_retry_... reads its tables)
-    argo("retry", f_name, "-p", "build-report=false")
+    argo("retry", f_name)
     wait_until("F to run again", lambda: workflow(f_name)["status"]["phase"] == "Running", 60, every=1)
     facts["F_retried"] = wait_workflow(f_name)
     return facts
@@ -263,14 +259,6 @@ def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario
 def test_argo_retry_reruns_the_failed_cells_and_counts_nothing_twice(scenario):
     wf = scenario["F_retried"]
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
-    # `argo retry -p build-report=false`: the exit handler ran again, its report task skipped
-    pods = {
-        n["templateName"]: n["phase"]
-        for n in nodes(wf)
-        if n["type"] == "Pod" and n["templateName"] in ("aggregate", "report", "cleanup")
-    }
-    assert pods == {"aggregate": "Succeeded", "cleanup": "Succeeded"}, describe(wf)
-    assert [n["phase"] for n in nodes(wf) if n.get("displayName") == "report"] in (["Skipped"], ["Omitted"])
     phases = {n["displayName"].split("storage_class:")[1].split(",")[0]: n["phase"] for n in cell_nodes(wf)}
     assert phases == dict.fromkeys(CLASSES, "Succeeded"), describe(wf)
     stored = _stored(scenario["F"])
