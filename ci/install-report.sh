@@ -4,7 +4,8 @@
 # air-gapped Parquet patch (reports/scripts/offline-parquet.mjs), which makes DuckDB-wasm read
 # Parquet without downloading an extension, and reports/scripts/sveltekit-workers.mjs, which
 # ends SvelteKit's build workers when done and starts its client build once the server build's
-# memory is free (the build's peak memory). After this,
+# memory is free (the build's peak memory), and reports/scripts/sveltekit-bundles.mjs, which lets
+# a build reuse the site's bundles an earlier build compiled (pvbench.report.bundles). After this,
 # `pvbench report build` needs no network at all.
 # Idempotent: does nothing when node_modules already matches the lock file and the patch.
 set -euo pipefail
@@ -17,9 +18,10 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 18 ] || die "Node.js $(node --version) is too old; Evidence needs 18 or newer (20 recommended)"
 
 stamp=node_modules/.pvbench-install-stamp
-want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs | sha256sum | cut -d' ' -f1)
+want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs \
+  scripts/sveltekit-bundles.mjs | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1 \
-  && node scripts/sveltekit-workers.mjs >/dev/null 2>&1; then
+  && node scripts/sveltekit-workers.mjs >/dev/null 2>&1 && node scripts/sveltekit-bundles.mjs >/dev/null 2>&1; then
   echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit build patches in place"
   exit 0
 fi
@@ -31,4 +33,5 @@ npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 # upstream code changed and a patch no longer applies.
 node scripts/offline-parquet.mjs
 node scripts/sveltekit-workers.mjs
+node scripts/sveltekit-bundles.mjs
 echo "$want" > "$stamp"

@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ import pytest
 from report_fixture import write_synthetic_results
 
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
+from pvbench.report.bundles import BUNDLES_PATCH_MARKER, REUSED_LOG_LINE, bundle_key
 from pvbench.results.metrics import METRIC_LIST
 
 TESTS = Path(__file__).resolve().parent
@@ -373,7 +375,65 @@ def test_an_install_without_the_workers_patch_is_a_clear_error(tmp_path, monkeyp
     with pytest.raises(ReportError, match="vite/index.js.*install-report.sh"):
         report_build.check_installed(project)
     vite.write_text(f"// {report_build.WORKERS_PATCH_MARKER}: not now")
+    with pytest.raises(ReportError, match="pvbench-sveltekit-bundles.*reuse.*install-report.sh"):
+        report_build.check_installed(project)  # the bundles patch (reports/scripts/sveltekit-bundles.mjs)
+    vite.write_text(f"// {report_build.WORKERS_PATCH_MARKER}: not now\n// {BUNDLES_PATCH_MARKER}: reused")
     assert report_build.check_installed(project) == project
+
+
+def test_the_bundle_key_follows_what_the_bundles_are_made_of(tmp_path):
+    """The bundles are reused only where the same ones would be compiled: the key changes with a
+    page, a component, the installed packages or the title (VITE_*), not with the staged data, the
+    build output, Evidence's working copy or unrelated environment variables."""
+    project = evidence_project_copy(REPO / "reports", tmp_path / "reports")
+    (project / "node_modules").unlink()
+    (project / "node_modules").mkdir()
+    (project / "node_modules" / ".package-lock.json").write_text('{"lockfileVersion": 3}')
+    env = {"VITE_PVBENCH_TITLE": "pvbench report", "HOME": "/root"}
+    key = bundle_key(project, env)
+    for where in ("data/report_overview.parquet", "build/index.html", ".evidence/template/x.js", ".pvbench-build.lock"):
+        (project / where).parent.mkdir(parents=True, exist_ok=True)
+        (project / where).write_text("anything")
+    assert bundle_key(project, {**env, "HOME": "/tmp", "PATH": "/bin"}) == key
+    assert bundle_key(project, {**env, "VITE_PVBENCH_TITLE": "Thesis (Azure)"}) != key
+    assert bundle_key(project, {**env, "PUBLIC_X": "1"}) != key
+    changes = {
+        "pages/index.md": lambda text: text + "\nOne more line.\n",
+        "components/pvbench.js": lambda text: text + "\n// a comment\n",
+        "node_modules/.package-lock.json": lambda text: '{"lockfileVersion": 3, "packages": {}}',
+        "scripts/sveltekit-bundles.mjs": lambda text: text + "\n",
+    }
+    for where, change in changes.items():
+        file = project / where
+        before = file.read_text()
+        file.write_text(change(before))
+        assert bundle_key(project, env) != key, where
+        file.write_text(before)
+        assert bundle_key(project, env) == key, where
+
+
+def test_bundles_are_kept_for_the_few_latest_keys(tmp_path, monkeypatch):
+    """bundle_cache names the directory for the key, keeps it and the KEEP - 1 bundles used last,
+    removes the rest and any bundle a dead build left half-staged; REUSE_ENV=0 turns reuse off."""
+    import pvbench.report.bundles as bundles
+
+    project = tmp_path / "reports"
+    (project / "pages").mkdir(parents=True)
+    (project / "pages" / "index.md").write_text("# hello")
+    root = project / bundles.CACHE_DIR
+    for age, name in enumerate(["a", "b", "c", "d.partial-12", "e.partial-13"]):
+        (root / name).mkdir(parents=True)
+        (root / name / "bundle.json").write_text("{}")
+        stamp = time.time() - 10 * (age + 1) - (2 * bundles.STALE_PARTIAL_S if name.startswith("d") else 0)
+        os.utime(root / name, (stamp, stamp))
+    cache = bundles.bundle_cache(project, {})
+    assert cache is not None and cache.parent == root and not bundles.is_cached(cache)
+    kept = sorted(p.name for p in root.iterdir())
+    assert kept == sorted(["a", "b", "e.partial-13"])  # KEEP - 1 = 2 most recent, the fresh staging
+    (cache / "bundle.json").parent.mkdir()
+    (cache / "bundle.json").write_text("{}")
+    assert bundles.bundle_cache(project, {}) == cache and bundles.is_cached(cache)
+    assert bundles.bundle_cache(project, {bundles.REUSE_ENV: "0"}) is None
 
 
 def test_the_sources_read_the_tables_of_the_contract():
@@ -727,6 +787,34 @@ def test_full_anomalies_and_methodology(full_site):
         assert expected in text, expected
 
 
+# the ids Evidence's components draw at random for each render (menus, tabs): "Gc3Sf7R_W4"
+_RANDOM_ID = re.compile(rb'"[A-Za-z0-9_-]{10}"')
+
+
+@pytest.mark.slow
+@THESIS
+def test_a_rebuild_reuses_the_bundles_and_makes_the_same_site(thesis_site, tmp_path):
+    """The next build of the same pages and title reuses the bundles the first compiled
+    (reports/scripts/sveltekit-bundles.mjs, pvbench.report.bundles): it takes a fraction of the
+    time and makes the same site, every file the same but for the random ids of each render."""
+    started = time.monotonic()
+    site = build_report(thesis_site.site.parent / "data", tmp_path / "site", title="Thesis (Azure)", quiet=True)
+    took = time.monotonic() - started
+    log = (check_installed() / ".evidence" / "pvbench-build.log").read_text()
+    assert REUSED_LOG_LINE in log, log[-3000:]
+    files = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(thesis_site.site) for p in thesis_site.site.rglob("*") if p.is_file())
+    differ = []
+    for name in files:
+        mine, first = (site / name).read_bytes(), (thesis_site.site / name).read_bytes()
+        if name.suffix == ".html":
+            mine, first = _RANDOM_ID.sub(b'"id"', mine), _RANDOM_ID.sub(b'"id"', first)
+        if mine != first:
+            differ.append(str(name))
+    assert not differ, differ
+    print(f"rebuilt with the bundles reused in {took:.0f} s")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("which", [pytest.param("thesis_site", marks=THESIS), pytest.param("full_site", marks=FULL)])
 def test_no_request_leaves_loopback_and_no_errors(which, request):
@@ -739,7 +827,11 @@ def test_no_request_leaves_loopback_and_no_errors(which, request):
     for page in site.browse["pages"]:
         assert page["status"] == 200, page["url"]
         assert not page["consoleErrors"], (page["url"], page["consoleErrors"])
+        # Evidence's warnings (a DataTable searched over rows that are not a query showed "Search
+        # Failed" on the page, and prerendering carried it into other pages)
+        assert "Search Failed" not in page["text"], page["url"]
         for chart in page["charts"]:  # every figure carries its unit and n
             assert "n = " in chart["label"] and any(u in chart["label"] for u in UNITS), chart
         shot = Path(page["screenshot"])
         assert shot.is_file() and shot.stat().st_size > 20_000
+    assert not [str(p) for p in site.site.rglob("*.html") if b"Search Failed" in p.read_bytes()]
