@@ -116,6 +116,17 @@ def test_results_land_under_the_layout_keys(run):
         assert lc.pod_start_s >= lc.pod_schedule_s
 
 
+def test_the_report_step_reuses_the_bundles_the_image_compiled(run):
+    """The report image compiled the site's bundles when it was built (`pvbench report prime` in
+    ci/images/report/Dockerfile): the run's report step puts them in place and only prerenders its
+    campaign's pages (pvbench.report.bundles), as its log, archived by Argo, says."""
+    minio, name = run["minio"], run["name"]
+    logs = [k for k in minio.keys(BUCKET, f"argo/{name}/") if "-report-" in k and k.endswith("main.log")]
+    assert len(logs) == 1, logs
+    text = minio.client().get_object(BUCKET, logs[0]).read().decode()
+    assert "(bundles reused)" in " ".join(text.split()), text[-3000:]  # rich wraps the line at 80 columns
+
+
 def test_tables_and_report_land_beside_them(run):
     import pyarrow.parquet as pq
 
