@@ -787,6 +787,28 @@ def test_full_anomalies_and_methodology(full_site):
         assert expected in text, expected
 
 
+@pytest.mark.slow
+@THESIS
+def test_a_campaign_without_results_still_gets_its_report(thesis_site, tmp_path):
+    """Every cell failed, or nothing ran yet: every table empty. SvelteKit used to fail such a build
+    (nothing linked to a storage class page; reports/svelte.config.js gives the route an entry);
+    the site says there is nothing, and where failures would be. Built with the thesis site's
+    title, so it reuses that site's bundles."""
+    data = tmp_path / "data"
+    data.mkdir()
+    con = duckdb.connect()
+    for table, schema in report_tables().items():
+        cols = ", ".join(f'NULL::{typ} AS "{col}"' for col, typ in schema.items())
+        con.execute(f"COPY (SELECT {cols} LIMIT 0) TO '{data / table}.parquet' (FORMAT parquet)")
+    con.close()
+    site = build_report(data, tmp_path / "site", title="Thesis (Azure)", quiet=True)
+    assert REUSED_LOG_LINE in (check_installed() / ".evidence" / "pvbench-build.log").read_text()
+    classes = (site / "storage-classes" / "index.html").read_text()
+    assert "No storage class has results in this data set" in classes
+    assert "No results for storage class" in (site / "storage-classes" / "_none" / "index.html").read_text()
+    assert (site / "index.html").is_file() and (site / "runs" / "index.html").is_file()
+
+
 # the ids Evidence's components draw at random for each render (menus, tabs): "Gc3Sf7R_W4"
 _RANDOM_ID = re.compile(rb'"[A-Za-z0-9_-]{10}"')
 

@@ -405,13 +405,6 @@ def prime_bundles(*, title: str | None = None, quiet: bool = False) -> None:
         try:
             for table, schema in report_tables().items():
                 _write_empty(con, data / f"{table}.parquet", schema)
-            # one storage class: SvelteKit fails a build whose every page of a class is missing
-            classes = data / "report_storage_classes.parquet"
-            con.execute(
-                f"COPY (SELECT t.* REPLACE ('primer' AS campaign, 'primer' AS storage_class) FROM (SELECT 1) AS one "
-                f"LEFT JOIN read_parquet('{_sql_str(classes)}') AS t ON true) TO '{_sql_str(classes)}.tmp' (FORMAT parquet)"
-            )
-            os.replace(f"{classes}.tmp", classes)
         finally:
             con.close()
         build_report(data, Path(tmp) / "site", title=title, quiet=quiet)
