@@ -19,7 +19,7 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 
 stamp=node_modules/.pvbench-install-stamp
 want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs \
-  scripts/sveltekit-bundles.mjs | sha256sum | cut -d' ' -f1)
+  scripts/sveltekit-bundles.mjs scripts/kit-patch.mjs scripts/replace-once.mjs | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1 \
   && node scripts/sveltekit-workers.mjs >/dev/null 2>&1 && node scripts/sveltekit-bundles.mjs >/dev/null 2>&1; then
   echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit build patches in place"

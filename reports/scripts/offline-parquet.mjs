@@ -26,6 +26,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { replaceOnce as replaceOnceIn } from './replace-once.mjs';
+
 const MARKER = 'pvbench-offline-parquet v2';
 const EXPECTED_USQL = '3.0.1';
 
@@ -80,16 +82,7 @@ for (const usqlDir of usqlDirs) {
 }
 
 /** Replace `from` (must occur exactly once) by `to`. */
-function replaceOnce(src, from, to, file) {
-	const first = src.indexOf(from);
-	if (first < 0 || src.indexOf(from, first + 1) >= 0) {
-		fail(
-			`${file}: expected exactly one occurrence of:\n---\n${from}\n---\n` +
-				`found ${first < 0 ? 'none' : 'several'}; the upstream code changed.`
-		);
-	}
-	return src.slice(0, first) + to + src.slice(first + from.length);
-}
+const replaceOnce = (src, from, to, file) => replaceOnceIn(src, from, to, file, fail);
 
 const NO_AUTOLOAD = `
 		// ${MARKER}: never download extensions (fail fast instead of hanging air-gapped)

@@ -29,45 +29,13 @@
 // script exits non-zero and `npm ci` fails (loudly, on purpose). Re-check it when bumping
 // @evidence-dev/evidence.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+
+import { EXPECTED_KIT, kitPatcher } from './kit-patch.mjs';
 
 const MARKER = 'pvbench-sveltekit-bundles v1';
-const EXPECTED_KIT = '2.8.4';
 const WORKERS_MARKER = 'pvbench-sveltekit-workers v2';
-
-const projectDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const kitDir = path.join(projectDir, 'node_modules', '@sveltejs', 'kit');
-
-function fail(msg) {
-	console.error(`\n[pvbench sveltekit-bundles] ERROR: ${msg}\n`);
-	console.error(
-		'The patch that lets SvelteKit reuse the report bundles could not be applied. Update\n' +
-			'reports/scripts/sveltekit-bundles.mjs for the installed version.'
-	);
-	process.exit(1);
-}
-
-let version;
-try {
-	version = JSON.parse(readFileSync(path.join(kitDir, 'package.json'), 'utf8')).version;
-} catch {
-	fail('@sveltejs/kit is not installed (run npm ci in reports/ first)');
-}
-if (version !== EXPECTED_KIT) fail(`@sveltejs/kit is version ${version}, the patch was written for ${EXPECTED_KIT}`);
-
-/** Replace `from` (must occur exactly once in `name`'s `src`) by `to`. */
-function replaceOnce(name, src, from, to) {
-	const first = src.indexOf(from);
-	if (first < 0 || src.indexOf(from, first + 1) >= 0) {
-		fail(
-			`${name}: expected exactly one occurrence of:\n---\n${from}\n---\n` +
-				`found ${first < 0 ? 'none' : 'several'}; the upstream code changed.`
-		);
-	}
-	return src.slice(0, first) + to + src.slice(first + from.length);
-}
+const kit = kitPatcher({ name: 'sveltekit-bundles', marker: MARKER, purpose: 'lets SvelteKit reuse the report bundles' });
 
 const steps = [
 	[
@@ -173,18 +141,7 @@ const pvbench_bundles = (() => {
 ];
 
 const relative = path.join('src', 'exports', 'vite', 'index.js');
-const file = path.join(kitDir, relative);
-let src = readFileSync(file, 'utf8');
-if (!src.includes(WORKERS_MARKER)) fail(`${relative} lacks ${WORKERS_MARKER}: run scripts/sveltekit-workers.mjs first`);
-const already = src.includes(MARKER);
-if (!already) {
-	if (src.includes('pvbench-sveltekit-bundles')) {
-		fail(`${relative} carries an older version of this patch; reinstall: rm -rf node_modules && npm ci`);
-	}
-	for (const [from, to] of steps) src = replaceOnce(relative, src, from, to);
-	writeFileSync(file, src);
-}
-if (readFileSync(file, 'utf8').split(MARKER).length !== steps.length + 1) fail(`${relative} is not patched`);
+const already = kit.apply(relative, steps, { requires: WORKERS_MARKER });
 console.log(
 	`[pvbench sveltekit-bundles] @sveltejs/kit ${EXPECTED_KIT}: ` +
 		(already ? 'already patched' : `patched ${relative}`) +

@@ -32,44 +32,12 @@
 // changes, this script exits non-zero and `npm ci` fails (loudly, on purpose). Re-check it when
 // bumping @evidence-dev/evidence.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+
+import { EXPECTED_KIT, kitPatcher } from './kit-patch.mjs';
 
 const MARKER = 'pvbench-sveltekit-workers v2';
-const EXPECTED_KIT = '2.8.4';
-
-const projectDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const kitDir = path.join(projectDir, 'node_modules', '@sveltejs', 'kit');
-
-function fail(msg) {
-	console.error(`\n[pvbench sveltekit-workers] ERROR: ${msg}\n`);
-	console.error(
-		'The patch that makes SvelteKit build give memory back could not be applied. Update\n' +
-			'reports/scripts/sveltekit-workers.mjs for the installed version.'
-	);
-	process.exit(1);
-}
-
-let version;
-try {
-	version = JSON.parse(readFileSync(path.join(kitDir, 'package.json'), 'utf8')).version;
-} catch {
-	fail('@sveltejs/kit is not installed (run npm ci in reports/ first)');
-}
-if (version !== EXPECTED_KIT) fail(`@sveltejs/kit is version ${version}, the patch was written for ${EXPECTED_KIT}`);
-
-/** Replace `from` (must occur exactly once in `name`'s `src`) by `to`. */
-function replaceOnce(name, src, from, to) {
-	const first = src.indexOf(from);
-	if (first < 0 || src.indexOf(from, first + 1) >= 0) {
-		fail(
-			`${name}: expected exactly one occurrence of:\n---\n${from}\n---\n` +
-				`found ${first < 0 ? 'none' : 'several'}; the upstream code changed.`
-		);
-	}
-	return src.slice(0, first) + to + src.slice(first + from.length);
-}
+const kit = kitPatcher({ name: 'sveltekit-workers', marker: MARKER, purpose: 'makes SvelteKit build give memory back' });
 
 const forkSteps = [
 	[
@@ -163,25 +131,9 @@ const RUNNING_DEFERRED = Symbol('running deferred build work');
 	]
 ];
 
-/** Apply `steps` to the kit file at `relative` (once); returns whether it was patched already. */
-function patch(relative, steps) {
-	const file = path.join(kitDir, relative);
-	let src = readFileSync(file, 'utf8');
-	const already = src.includes(MARKER);
-	if (!already) {
-		if (src.includes('pvbench-sveltekit-workers')) {
-			fail(`${relative} carries an older version of this patch; reinstall: rm -rf node_modules && npm ci`);
-		}
-		for (const [from, to] of steps) src = replaceOnce(relative, src, from, to);
-		writeFileSync(file, src);
-	}
-	if (readFileSync(file, 'utf8').split(MARKER).length !== steps.length + 1) fail(`${relative} is not patched`);
-	return already;
-}
-
 const already = [
-	patch(path.join('src', 'utils', 'fork.js'), forkSteps),
-	patch(path.join('src', 'exports', 'vite', 'index.js'), viteSteps)
+	kit.apply(path.join('src', 'utils', 'fork.js'), forkSteps),
+	kit.apply(path.join('src', 'exports', 'vite', 'index.js'), viteSteps)
 ].every(Boolean);
 console.log(
 	`[pvbench sveltekit-workers] @sveltejs/kit ${EXPECTED_KIT}: ` +
