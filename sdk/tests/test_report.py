@@ -35,7 +35,8 @@ import pytest
 from report_fixture import write_synthetic_results
 
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
-from pvbench.report.bundles import BUNDLES_PATCH_MARKER, REUSED_LOG_LINE, bundle_key
+from pvbench.report.build import write_empty_tables
+from pvbench.report.bundles import BUILD_LOG, BUNDLES_PATCH_MARKER, PROJECT_OUTPUTS, REUSED_LOG_LINE, bundle_key
 from pvbench.results.metrics import METRIC_LIST
 
 TESTS = Path(__file__).resolve().parent
@@ -92,7 +93,7 @@ def evidence_project_copy(reports: Path, dest: Path) -> Path:
     `evidence build` works in place (.evidence/, data/, build/; build_report locks the project), so
     two sites built at the same time, on two xdist workers, need a project each."""
     # what a build writes, and node_modules (linked below); at the top level only
-    skip = {"node_modules", ".evidence", ".svelte-kit", "build", "data", ".pvbench-build.lock"}
+    skip = PROJECT_OUTPUTS
     shutil.copytree(
         reports, dest, symlinks=True, ignore=lambda d, names: skip & set(names) if Path(d) == reports else ()
     )
@@ -794,15 +795,9 @@ def test_a_campaign_without_results_still_gets_its_report(thesis_site, tmp_path)
     (nothing linked to a storage class page; reports/svelte.config.js gives the route an entry);
     the site says there is nothing, and where failures would be. Built with the thesis site's
     title, so it reuses that site's bundles."""
-    data = tmp_path / "data"
-    data.mkdir()
-    con = duckdb.connect()
-    for table, schema in report_tables().items():
-        cols = ", ".join(f'NULL::{typ} AS "{col}"' for col, typ in schema.items())
-        con.execute(f"COPY (SELECT {cols} LIMIT 0) TO '{data / table}.parquet' (FORMAT parquet)")
-    con.close()
-    site = build_report(data, tmp_path / "site", title="Thesis (Azure)", quiet=True)
-    assert REUSED_LOG_LINE in (check_installed() / ".evidence" / "pvbench-build.log").read_text()
+    write_empty_tables(tmp_path / "data")
+    site = build_report(tmp_path / "data", tmp_path / "site", title="Thesis (Azure)", quiet=True)
+    assert REUSED_LOG_LINE in (check_installed() / BUILD_LOG).read_text()
     classes = (site / "storage-classes" / "index.html").read_text()
     assert "No storage class has results in this data set" in classes
     assert "No results for storage class" in (site / "storage-classes" / "_none" / "index.html").read_text()
@@ -825,7 +820,7 @@ def test_a_rebuild_reuses_the_bundles_and_makes_the_same_site(thesis_site, tmp_p
     started = time.monotonic()
     site = build_report(thesis_site.site.parent / "data", tmp_path / "site", title="Thesis (Azure)", quiet=True)
     took = time.monotonic() - started
-    log = (check_installed() / ".evidence" / "pvbench-build.log").read_text()
+    log = (check_installed() / BUILD_LOG).read_text()
     assert REUSED_LOG_LINE in log, log[-3000:]
 
     def listing(root: Path) -> list[Path]:

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -28,7 +29,15 @@ from typing import Iterator, Mapping
 from rich.console import Console
 
 from pvbench.pipeline import table_schemas
-from pvbench.report.bundles import BUNDLES_PATCH_MARKER, CACHE_ENV, REUSED_LOG_LINE, bundle_cache, is_cached
+from pvbench.report.bundles import (
+    BUILD_LOCK,
+    BUILD_LOG,
+    BUNDLES_PATCH_MARKER,
+    CACHE_ENV,
+    REUSED_LOG_LINE,
+    bundle_cache,
+    is_cached,
+)
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
 # directory may lack them.
@@ -213,7 +222,7 @@ def _sql_str(path: Path) -> str:
 @contextmanager
 def _project_lock(project: Path) -> Iterator[None]:
     """One build at a time per Evidence project (it builds in place)."""
-    lock_path = project / ".pvbench-build.lock"
+    lock_path = project / BUILD_LOCK
     with open(lock_path, "w") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -347,7 +356,7 @@ def build_report(
         reusing = is_cached(cache)
         if cache is not None:
             env[CACHE_ENV] = str(cache)
-        log_path = project / ".evidence" / "pvbench-build.log"
+        log_path = project / BUILD_LOG
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text("")
         counts = stage_data(Path(data_dir), project / "data")
@@ -389,22 +398,24 @@ def build_report(
     return out_dir
 
 
+def write_empty_tables(data_dir: Path) -> None:
+    """Every table of the report's contract, empty, in ``data_dir``: a campaign where nothing ran."""
+    import duckdb  # pvbench's own DuckDB, only to write Parquet
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    try:
+        for table, schema in report_tables().items():
+            _write_empty(con, data_dir / f"{table}.parquet", schema)
+    finally:
+        con.close()
+
+
 def prime_bundles(*, title: str | None = None, quiet: bool = False) -> None:
     """Compile the site's bundles and keep them (pvbench.report.bundles) with a build over empty
     tables whose site is thrown away, so that the next build, of real data, reuses them: what the
     report image does once when it is built, so that every workflow's report step takes under a
     minute instead of two."""
-    import tempfile
-
-    import duckdb
-
     with tempfile.TemporaryDirectory(prefix="pvbench-prime-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir()
-        con = duckdb.connect()
-        try:
-            for table, schema in report_tables().items():
-                _write_empty(con, data / f"{table}.parquet", schema)
-        finally:
-            con.close()
-        build_report(data, Path(tmp) / "site", title=title, quiet=quiet)
+        write_empty_tables(Path(tmp) / "data")
+        build_report(Path(tmp) / "data", Path(tmp) / "site", title=title, quiet=quiet)

@@ -28,9 +28,12 @@ KEEP = 3  # bundles kept (least recently used removed): one per title a team bui
 STALE_PARTIAL_S = 3600.0  # a staged bundle this old belongs to a build that died
 REUSED_LOG_LINE = "[pvbench] reusing the server and client bundles"
 
-# What a build writes, or reads as its data, at the project's top level: not what the bundles are made of.
-# node_modules is represented by npm's record of what it installed (its .package-lock.json).
-_NOT_SOURCES = frozenset({"node_modules", ".evidence", ".svelte-kit", "build", "data", ".pvbench-build.lock"})
+# At the Evidence project's top level: what a build writes or reads as its data (pvbench.report.build
+# stages the tables in data/, takes the lock, logs to .evidence/), and the installed packages.
+# Not what the bundles are made of: node_modules counts through npm's record of what it installed.
+BUILD_LOCK = ".pvbench-build.lock"
+BUILD_LOG = Path(".evidence") / "pvbench-build.log"
+PROJECT_OUTPUTS = frozenset({"node_modules", ".evidence", ".svelte-kit", "build", "data", BUILD_LOCK})
 # Vite inlines VITE_* (the title: VITE_PVBENCH_TITLE) and SvelteKit PUBLIC_* into the bundles; EVIDENCE_* configure Evidence.
 _ENV_PREFIXES = ("VITE_", "EVIDENCE_", "PUBLIC_")
 
@@ -58,8 +61,8 @@ def _source_files(project: Path) -> list[Path]:
     for root, dirs, names in os.walk(project):
         here = Path(root)
         if here == project:
-            dirs[:] = [d for d in dirs if d not in _NOT_SOURCES]
-            names = [n for n in names if n not in _NOT_SOURCES]
+            dirs[:] = [d for d in dirs if d not in PROJECT_OUTPUTS]
+            names = [n for n in names if n not in PROJECT_OUTPUTS]
         dirs.sort()
         files.extend(here / n for n in sorted(names) if (here / n).is_file())
     return files
