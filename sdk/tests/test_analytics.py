@@ -149,7 +149,7 @@ def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store, tmp_p
     where, counts = aggregate(store, "thesis")
     assert where.endswith("analytics/campaign=thesis/run=all")
     assert counts["report_overview"] == 40 and "result_rows" not in counts  # the rows are in the compacts
-    compacts = [k for k in store.list_keys("compact/campaign=thesis/run=") if k.endswith("/result_rows.parquet")]
+    compacts = [k for k in store.list_keys("compact/campaign=thesis") if k.endswith("/result_rows.parquet")]
     for i, key in enumerate(compacts):
         (tmp_path / f"rows-{i}.parquet").write_bytes(store.get_bytes(key))
     assert duckdb.sql(f"select count(*) from '{tmp_path}/rows-*.parquet'").fetchone()[0] == 800

@@ -156,6 +156,33 @@ def test_s3_listing_streams_past_one_page(s3_store_url):
     assert 1 + sum(1 for _ in listed) == 1100
 
 
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_a_campaign_or_run_is_never_mixed_with_one_whose_name_it_begins(kind, tmp_path, request, monkeypatch):
+    """Campaign ``syn`` beside ``syn2``, run ``n1`` beside ``n10``: on S3, whose listings match
+    prefixes character by character, aggregating ``syn`` took ``syn2``'s results in, and adding
+    ``n1`` compacted ``n10`` too. Each is listed as the folder it is, in both stores."""
+    url = str(tmp_path / "store") if kind == "local" else request.getfixturevalue("s3_store_url")
+    store = open_store(url)  # itself, not wrapped: DuckDB reads an S3Store's compacts from S3
+    reads, get_many = [], store.get_many
+    monkeypatch.setattr(store, "get_many", lambda keys: ((reads.append(k), (k, c))[1] for k, c in get_many(keys)))
+    docs = night("n1", 1) + night("n10", 2) + [doc(campaign="syn2", run="n1", value=5.0)]
+    for d in docs:
+        store.put_bytes(d.identity.result_key(), d.to_json())
+    assert {o.key.split("/")[1] for o in store.list_objects("results/campaign=syn")} == {"campaign=syn"}
+    assert {o.key.split("/")[2] for o in store.list_objects("results/campaign=syn/run=n1")} == {"run=n1"}
+    aggregate(store, "syn")
+    assert sorted(list_compacts(store, "syn")) == [("syn", "n1"), ("syn", "n10")]
+    con = build_tables(store, "syn", extras=False)
+    assert con.execute("select distinct campaign from summary").fetchall() == [("syn",)]
+    assert headline_n(con) == {"fast": 6, "slow": 6}
+
+    store.put_bytes(doc(run="n1", occasion="night-1", storage_class="fast", rep=4).identity.result_key(), b"{}")
+    reads.clear()
+    aggregate(store, "syn", run="n1")  # n1 changed: only its documents are read again, not n10's
+    documents = [key for key in reads if key.endswith(RESULT_FILE)]
+    assert documents and all("/campaign=syn/run=n1/" in key for key in documents)
+
+
 def test_a_campaign_of_invalid_documents_only_is_a_clear_error(tmp_path):
     path = tmp_path / "results/campaign=syn/run=r/occasion=o/storage_class=a/profile=p/workload=w/rep=1" / RESULT_FILE
     path.parent.mkdir(parents=True)
