@@ -313,9 +313,14 @@ class S3Store:
             import urllib3
             from minio import Minio
 
-            # Retries are ours (_retry, with backoff and a clear final error), not urllib3's.
+            # Retries are ours (_retry, with backoff and a clear final error), not urllib3's. A
+            # connection kept for each thread that may use the client at once (get_many's through
+            # the SDK, a listing beside the run's): urllib3 keeps one by default, and closed every
+            # other after its request ("Connection pool is full, discarding connection").
             http = urllib3.PoolManager(
-                timeout=urllib3.Timeout(connect=5, read=120), retries=urllib3.Retry(total=0, raise_on_status=False)
+                timeout=urllib3.Timeout(connect=5, read=120),
+                retries=urllib3.Retry(total=0, raise_on_status=False),
+                maxsize=S3_READERS,
             )
             self._client = Minio(
                 http_client=http,
