@@ -34,6 +34,7 @@ Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--sto
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -129,6 +130,22 @@ def write_runs(store, template: dict, first: int, count: int, campaign: str = CA
     with ThreadPoolExecutor(1 if isinstance(store, LocalStore) else S3_READERS) as pool:
         for r in range(first, first + count):
             list(pool.map(put, run_documents(template, r, seed=7, campaign=campaign)))
+
+
+@contextlib.contextmanager
+def minio_store(work: Path, bucket: str):
+    """A real MinIO on loopback (its data under ``work``) with one bucket, and this process's
+    environment set for s3:// stores: yields the store s3://<bucket>/pvbench; stops the server
+    after (the scripts that compare two ways of reading one store: ci/bench_multi_get.py,
+    ci/bench_s3_listing.py)."""
+    minio = MinioServer(work / "minio-data")
+    minio.start()
+    try:
+        os.environ.update(minio.env)
+        minio.make_bucket(bucket)
+        yield open_store(f"s3://{bucket}/pvbench")
+    finally:
+        minio.stop()
 
 
 def read_bytes(store) -> tuple[float, int]:

@@ -14,7 +14,6 @@ Usage: .venv/bin/python ci/bench_multi_get.py [--runs 6]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -26,9 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, MinioServer, template_document, write_runs  # noqa: E402
+from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
 
-from pvbench.store import open_store  # noqa: E402
 from pvbench.store.backends import S3_READERS  # noqa: E402
 from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
 
@@ -57,12 +55,7 @@ def main() -> None:
     console = Console(width=160)
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-get-") as tmp:
         work = Path(tmp)
-        minio = MinioServer(work / "minio-data")
-        minio.start()
-        try:
-            os.environ.update(minio.env)
-            minio.make_bucket("bench-get")
-            store = open_store("s3://bench-get/pvbench")
+        with minio_store(work, "bench-get") as store:
             # one run per read: each way reads runs the other has not read (no server cache favours either)
             write_runs(store, template_document(work), 0, args.runs * len(WAYS))
             keys = [o.key for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith(RESULT_FILE)]
@@ -95,8 +88,6 @@ def main() -> None:
             console.print(f"median {fast}: {fw:.3f} s wall, {fc:.3f} s CPU")
             console.print(f"median {slow}: {sw:.3f} s wall, {sc:.3f} s CPU")
             console.print(f"ratio (SDK threads ÷ libcurl): wall {sw / fw:.1f}×, client CPU {sc / fc:.1f}×")
-        finally:
-            minio.stop()
 
 
 if __name__ == "__main__":

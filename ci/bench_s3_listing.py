@@ -16,7 +16,6 @@ Usage: .venv/bin/python ci/bench_s3_listing.py [--runs 100] [--rounds 3]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -27,9 +26,8 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, MinioServer, template_document, write_runs  # noqa: E402
+from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
 
-from pvbench.store import open_store  # noqa: E402
 from pvbench.store.layout import results_prefix  # noqa: E402
 
 
@@ -52,12 +50,7 @@ def main() -> None:
     console = Console(width=160)
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-list-") as tmp:
         work = Path(tmp)
-        minio = MinioServer(work / "minio-data")
-        minio.start()
-        try:
-            os.environ.update(minio.env)
-            minio.make_bucket("bench-list")
-            store = open_store("s3://bench-list/pvbench")
+        with minio_store(work, "bench-list") as store:
             write_runs(store, template_document(work), 0, args.runs)
             for list_ in WAYS.values():  # imports, connections and the bucket's region, once each
                 list_(store)
@@ -81,8 +74,6 @@ def main() -> None:
             console.print(f"median {fast}: {fw:.2f} s wall, {fc:.2f} s CPU")
             console.print(f"median {slow}: {sw:.2f} s wall, {sc:.2f} s CPU")
             console.print(f"ratio (SDK ÷ as shipped): wall {sw / fw:.1f}×, client CPU {sc / fc:.1f}×")
-        finally:
-            minio.stop()
 
 
 if __name__ == "__main__":
