@@ -148,6 +148,18 @@ def minio_store(work: Path, bucket: str):
         minio.stop()
 
 
+def print_two_ways(console: Console, measured: dict[str, list[tuple[float, float]]], ratio: str, digits: int) -> None:
+    """The median wall time and CPU of each of two ways (as shipped first), and the second's over
+    the first's (``ratio`` names them): what ci/bench_multi_get.py and ci/bench_s3_listing.py end with."""
+    medians = {
+        way: (statistics.median(w for w, _ in m), statistics.median(c for _, c in m)) for way, m in measured.items()
+    }
+    (fast, (fw, fc)), (slow, (sw, sc)) = medians.items()
+    console.print(f"median {fast}: {fw:.{digits}f} s wall, {fc:.{digits}f} s CPU")
+    console.print(f"median {slow}: {sw:.{digits}f} s wall, {sc:.{digits}f} s CPU")
+    console.print(f"ratio ({ratio}): wall {sw / fw:.1f}×, client CPU {sc / fc:.1f}×")
+
+
 def read_bytes(store) -> tuple[float, int]:
     """Seconds to list and read every result.json, the way the compactor reads them
     (Store.get_many: S3 GETs overlap)."""

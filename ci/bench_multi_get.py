@@ -14,7 +14,6 @@ Usage: .venv/bin/python ci/bench_multi_get.py [--runs 6]
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
+from bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs  # noqa: E402
 
 from pvbench.store.backends import S3_READERS  # noqa: E402
 from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
@@ -80,14 +79,7 @@ def main() -> None:
                         str(round_ + 1), way, f"{len(run_keys):,}", f"{size / 1e6:.1f}", f"{wall:.3f}", f"{cpu:.3f}"
                     )
             console.print(table)
-            medians = {
-                way: (statistics.median(w for w, _ in m), statistics.median(c for _, c in m))
-                for way, m in measured.items()
-            }
-            (fast, (fw, fc)), (slow, (sw, sc)) = medians.items()
-            console.print(f"median {fast}: {fw:.3f} s wall, {fc:.3f} s CPU")
-            console.print(f"median {slow}: {sw:.3f} s wall, {sc:.3f} s CPU")
-            console.print(f"ratio (SDK threads ÷ libcurl): wall {sw / fw:.1f}×, client CPU {sc / fc:.1f}×")
+            print_two_ways(console, measured, "SDK threads ÷ libcurl", 3)
 
 
 if __name__ == "__main__":

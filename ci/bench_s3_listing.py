@@ -16,7 +16,6 @@ Usage: .venv/bin/python ci/bench_s3_listing.py [--runs 100] [--rounds 3]
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
+from bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs  # noqa: E402
 
 from pvbench.store.layout import results_prefix  # noqa: E402
 
@@ -66,14 +65,7 @@ def main() -> None:
                     measured[way].append((wall, cpu))
                     table.add_row(str(round_ + 1), way, f"{n:,}", f"{wall:.2f}", f"{cpu:.2f}")
             console.print(table)
-            medians = {
-                way: (statistics.median(w for w, _ in m), statistics.median(c for _, c in m))
-                for way, m in measured.items()
-            }
-            (fast, (fw, fc)), (slow, (sw, sc)) = medians.items()
-            console.print(f"median {fast}: {fw:.2f} s wall, {fc:.2f} s CPU")
-            console.print(f"median {slow}: {sw:.2f} s wall, {sc:.2f} s CPU")
-            console.print(f"ratio (SDK ÷ as shipped): wall {sw / fw:.1f}×, client CPU {sc / fc:.1f}×")
+            print_two_ways(console, measured, "SDK ÷ as shipped", 2)
 
 
 if __name__ == "__main__":
