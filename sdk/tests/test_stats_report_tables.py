@@ -1,6 +1,8 @@
 """The statistics tables the report reads: occasions, comparisons, methodology, cost."""
 
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -182,6 +184,88 @@ def test_compare_cli_gates_on_the_regression(tmp_path):
     assert proc.returncode == 1 and "worse" in proc.stdout
     proc = pvbench("compare", "storage_class=fast", "after", "--store", tmp_path, "--campaign", "syn")
     assert proc.returncode == 2 and "on both sides" in proc.stderr
+
+
+def _approx_row(row: dict) -> dict:
+    return {k: pytest.approx(v, rel=1e-9, nan_ok=True) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def test_compare_selects_in_duckdb_what_python_selected_row_by_row(tmp_path):
+    """compare_sides selects the sides, the metrics and the history in DuckDB (a campaign of
+    100,000 results no longer comes into Python whole): the verdicts are those of the selection
+    it replaced, made row by row in Python (ci/bench_compare.py's row_by_row), for every kind of selector, labels matched by slug, two roles in
+    one occasion, a side of one occasion judged against the class's history, and two campaigns."""
+    from pvbench.pipeline import compare_sides
+    from pvbench.stats.sides import Side
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+    from bench_compare import row_by_row  # the selection it replaced (the benchmark's, too)
+
+    rng = np.random.default_rng(5)
+    docs = []
+    runs = [  # run, occasion, role, day
+        ("b1", "night", "baseline", 0),
+        ("b1", "Week End", "baseline", 1),
+        ("b2", "night", "baseline", 2),
+        ("b3", "night", None, 3),
+        ("after", "night", "candidate", 4),
+        ("after", "night", "baseline", 4),  # two roles in one occasion (the reps below differ)
+    ]
+    for run, occasion, role, day in runs:
+        for sc, level in (("fast", 1000.0), ("Slow Disk", 500.0)):
+            for rep in (1, 2, 3) if role != "baseline" or run != "after" else (4, 5):
+                for wl, metric, base in (
+                    ("randread-iops", "iops", level),
+                    ("randread-lat", "lat_mean_us", 1e6 / level),
+                ):
+                    docs.append(
+                        doc(
+                            run=run,
+                            occasion=occasion,
+                            role=role,
+                            storage_class=sc,
+                            workload=wl,
+                            metric=metric,
+                            rep=rep,
+                            value=base * rng.normal(1, 0.05) * (0.8 if run == "after" else 1.0),
+                            started=T0 + timedelta(days=day, minutes=rep),
+                        )
+                    )
+    docs += [
+        doc(campaign="other", run="o1", storage_class=sc, rep=rep, value=900.0 + rep)
+        for sc in ("fast", "Slow Disk")
+        for rep in (1, 2, 3)
+    ]
+    write(tmp_path, docs)
+    store = open_store(str(tmp_path))
+    pairs = [
+        ("b1", "after", "headline"),
+        ("b3", "after", "all"),
+        ("role=baseline", "role=candidate", "headline"),
+        ("storage_class=fast", "storage_class=slow-disk", "all"),
+        ("run=b1,occasion=week-end", "after", "headline,lat_mean_us"),
+        ("storage_class=fast,run=b2", "storage_class=Slow Disk,run=after", "lat_mean_us"),
+        ("campaign=other,run=o1", "after", "headline"),
+    ]
+    for base_text, cand_text, metrics in pairs:
+        baseline, candidate = Side.parse(base_text, "syn"), Side.parse(cand_text, "syn")
+        got = compare_sides(store, baseline, candidate, metrics)
+        want = row_by_row(store, baseline, candidate, metrics)
+        assert got.comparisons, (base_text, cand_text)
+        assert [_approx_row(c.as_row()) for c in want.comparisons] == [c.as_row() for c in got.comparisons], (
+            base_text,
+            cand_text,
+            metrics,
+        )
+        assert (got.only_baseline, got.only_candidate, got.too_few) == (
+            want.only_baseline,
+            want.only_candidate,
+            want.too_few,
+        )
+    # b3 against after (one occasion each) borrows the variation of the class's three earlier
+    # occasions (b1's two, b2's), and a role is selected where some results have none (b3's)
+    judged = compare_sides(store, Side.parse("b3", "syn"), Side.parse("after", "syn"))
+    assert {c.history_occasions for c in judged.comparisons} == {3}
 
 
 def test_methodology_and_cost_from_the_data(tmp_path):

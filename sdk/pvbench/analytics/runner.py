@@ -221,10 +221,10 @@ def install_skipped(con: duckdb.DuckDBPyConnection, skipped: list[dict]) -> None
     insert_rows(con, SKIPPED_TABLE, SKIPPED_COLUMNS, skipped)
 
 
-def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
-    """(the models a run's compact is made with: COMPACT_TABLES and what they read, the rest)."""
+def models_for(models: Sequence[Model], tables: Iterable[str]) -> list[Model]:
+    """The models that make ``tables``, with every model they read, in ``models``' order."""
     by_name = {m.name: m for m in models}
-    needed, todo = set(), list(COMPACT_TABLES)
+    needed, todo = set(), list(tables)
     while todo:
         name = todo.pop()
         if name in needed or name not in by_name:
@@ -232,7 +232,13 @@ def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
         needed.add(name)
         sql = _strip_comments(by_name[name].sql)
         todo.extend(n for n in by_name if n != name and re.search(rf"\b{re.escape(n)}\b", sql))
-    return [m for m in models if m.name in needed], [m for m in models if m.name not in needed]
+    return [m for m in models if m.name in needed]
+
+
+def compaction_models(models: list[Model]) -> tuple[list[Model], list[Model]]:
+    """(the models a run's compact is made with: COMPACT_TABLES and what they read, the rest)."""
+    compact = models_for(models, COMPACT_TABLES)
+    return compact, [m for m in models if m not in compact]
 
 
 def refresh_compacts(
@@ -376,6 +382,7 @@ def build_tables(
     only_run: bool = False,
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
+    tables: Sequence[str] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Run every model over the campaign's compacts; returns the connection holding the tables.
 
@@ -388,6 +395,8 @@ def build_tables(
     ``warn``: gets one line per document left out; default: the logging module.
     ``keep_snapshot``: write the campaign's snapshot when it is due (pvbench.analytics.snapshot);
     False where nothing written beside the run's compact is kept (the Argo step's artifacts).
+    ``tables``: only the models that make these (and what they read) run: a caller that reads one
+    table (``pvbench compare`` reads measurements) does not wait for the report's.
     """
     root = root or analytics_dir()
     failed = "".join(f"\n  {f['node']}: {f['phase']}: {f['message']}" for f in failures or [])
@@ -419,6 +428,8 @@ def build_tables(
     if len(skipped) > MAX_WARNINGS:
         warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
     compact_models, campaign_models = compaction_models(discover_models(root))
+    if tables is not None:
+        campaign_models = models_for(campaign_models, tables)
     uncounted = con.execute(
         "SELECT count(*) FROM compact_documents WHERE problem IS NULL"
         " AND source_key NOT IN (SELECT source_key FROM counted_documents)"

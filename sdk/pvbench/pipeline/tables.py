@@ -66,8 +66,10 @@ def build_tables(
     only_run: bool = False,
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
+    tables: tuple[str, ...] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """Every table of the campaign (or, with ``only_run``, of that run): see analytics.runner.build_tables.
+    """Every table of the campaign (or, with ``only_run``, of that run; with ``tables``, those and
+    what they read): see analytics.runner.build_tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
@@ -89,6 +91,7 @@ def build_tables(
         only_run=only_run,
         progress=progress,
         keep_snapshot=keep_snapshot,
+        tables=tables,
     )
 
 

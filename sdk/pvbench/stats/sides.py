@@ -79,19 +79,31 @@ class Side:
     def matches(self, row: dict) -> bool:
         for name in ("storage_class", "occasion", "role", "run"):
             want = getattr(self, name)
-            if want is not None and row[name] != want and slug(row[name] or "-") != slug(want):
+            if want is not None and not _same_label(row[name], want):
                 return False
         return True
 
 
-def select_metrics(rows: list[dict], metrics: str) -> list[dict]:
-    """``headline`` (each workload's headline metric), ``all``, or a list: ``headline,lat_p99_us``."""
+def _same_label(value: str | None, want: str) -> bool:
+    """``value`` verbatim or by its store slug. A result without the label (no role: '') is never
+    selected by one, and a label with no slug (nothing but punctuation) only verbatim."""
+    if value == want:
+        return True
+    if not value:
+        return False
+    try:
+        return slug(value) == slug(want)
+    except ValueError:
+        return False
+
+
+def wanted_metrics(metrics: str) -> set[str] | None:
+    """The metrics ``metrics`` names: ``headline`` (each workload's headline metric), ``all``
+    (None: every metric), or a list: ``headline,lat_p99_us``."""
     wanted = {m.strip() for m in metrics.split(",") if m.strip()}
     if not wanted:
         raise SideError("no metrics selected")
-    if "all" in wanted:
-        return rows
-    return [r for r in rows if r["metric"] in wanted or ("headline" in wanted and r["is_headline"])]
+    return None if "all" in wanted else wanted
 
 
 def match_keys(baseline: Side, candidate: Side) -> tuple[str, ...]:
