@@ -142,6 +142,27 @@ def test_models_are_layered_and_the_report_reads_only_report_tables():
             assert table.startswith("report_"), f"{sql} reads {table}: the report reads the last layer only"
 
 
+def test_a_table_asked_for_runs_only_its_models(thesis_store):
+    """build_tables(tables=…) runs the models that make those tables and what they read, no
+    others (pvbench compare reads measurements, pvbench summary report_overview), and those
+    tables are the ones a full build makes."""
+    from pvbench.analytics.runner import compaction_models, models_for
+
+    _, campaign_models = compaction_models(discover_models())
+    assert [m.name for m in models_for(campaign_models, ["report_overview"])] == ["summary", "report_overview"]
+    assert [m.name for m in models_for(campaign_models, ["measurements"])] == ["measurements"]
+    full = build_tables(open_store(thesis_store), "thesis", extras=False)
+    only = build_tables(open_store(thesis_store), "thesis", extras=False, tables=("report_overview",))
+    try:
+        made = {name for (name,) in only.execute("select table_name from duckdb_tables()").fetchall()}
+        assert "summary" in made and "report_anomalies" not in made and "occasion_components" not in made
+        query = "select * from report_overview order by all"
+        assert only.execute(query).fetchall() == full.execute(query).fetchall()
+    finally:
+        full.close()
+        only.close()
+
+
 def test_aggregate_over_s3_writes_parquet_back(s3_store_url, thesis_store, tmp_path):
     store = open_store(s3_store_url)
     for key in open_store(thesis_store).list_keys("results"):

@@ -214,7 +214,7 @@ def summary_cmd(
 
     warnings: list[str] = []
     try:
-        con = build_tables(open_store(store), campaign, warn=warnings.append)
+        con = build_tables(open_store(store), campaign, warn=warnings.append, extras=False, tables=("report_overview",))
     except (AnalyticsError, StoreError) as exc:
         fail(str(exc))
     for line in warnings:

@@ -286,7 +286,10 @@ def ci_check(
         raise typer.Exit(1)
 
 
-def _table_rows(store: str, campaign: Optional[str], sql: str, limits: Optional[Path] = None) -> list[tuple]:
+def _table_rows(
+    store: str, campaign: Optional[str], table: str, sql: str, limits: Optional[Path] = None
+) -> list[tuple]:
+    """``sql``'s rows over the campaign's ``table`` (only the models that make it run)."""
     from pvbench.analytics import AnalyticsError
     from pvbench.pipeline import build_tables
     from pvbench.stats.limits import LimitsError
@@ -294,7 +297,7 @@ def _table_rows(store: str, campaign: Optional[str], sql: str, limits: Optional[
     from pvbench.store.backends import StoreError
 
     try:
-        con = build_tables(open_store(store), campaign, limits=limits, extras=False)
+        con = build_tables(open_store(store), campaign, limits=limits, extras=False, tables=(table,))
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc))
     return con.execute(sql).fetchall()
@@ -314,6 +317,7 @@ def anomalies(
     rows = _table_rows(
         store,
         campaign,
+        "report_anomalies",
         f"""
         select kind, storage_class, coalesce(workload_title, workload), direction, message
         from report_anomalies {where}""",
@@ -335,6 +339,7 @@ def occasions(
     rows = _table_rows(
         store,
         campaign,
+        "report_occasions",
         """
         select storage_class, coalesce(workload_title, workload), direction, unit, n_occasions, n,
                mean, sd_between, sd_within, share_between, p_value, finding
