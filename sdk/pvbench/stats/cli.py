@@ -263,7 +263,9 @@ def ci_check(
 
     try:
         settings = AdaptiveSettings(target_half_width=target, min_repetitions=min_reps, max_repetitions=max_reps)
-        con = build_tables(open_store(store), campaign, run, extras=False, only_run=True)
+        # the run's measurements are all next_round reads: the report's tables are not made (each
+        # round of an adaptive run on Argo runs this in a pod)
+        con = build_tables(open_store(store), campaign, run, extras=False, only_run=True, tables=("measurements",))
     except ValidationError as exc:  # one line: "max_repetitions: Input should be less than or equal to 100"
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     except (ValueError, AnalyticsError, StoreError) as exc:
