@@ -6,7 +6,7 @@ Python (report_comparisons), and says where the results go (aggregate). Comparis
 selections of stored results (``pvbench compare``) live here too: they read tables, then judge.
 """
 
-from pvbench.pipeline.compare import compare_sides, occasion_rows
+from pvbench.pipeline.compare import compare_sides
 from pvbench.pipeline.tables import PYTHON_TABLES, aggregate, build_tables, table_schemas
 
-__all__ = ["PYTHON_TABLES", "aggregate", "build_tables", "compare_sides", "occasion_rows", "table_schemas"]
+__all__ = ["PYTHON_TABLES", "aggregate", "build_tables", "compare_sides", "table_schemas"]
