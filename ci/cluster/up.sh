@@ -2,6 +2,7 @@
 # Bring up a real single-node Kubernetes (v1.31.4) on this machine, for pvbench's CI.
 #
 #   sudo ci/cluster/up.sh          # idempotent: a healthy node is reused as it is
+#   sudo ci/cluster/up.sh --prepare   # only build/cache what the node needs (no node)
 #   export KUBECONFIG=/var/lib/pvbench-cluster/kubeconfig
 #   ci/cluster/down.sh             # removes the node and restores every host change
 #
@@ -20,9 +21,9 @@ set -eEuo pipefail
 
 T0=$(date +%s)
 STAMP=$(date +%Y%m%d-%H%M%S)
-LOGDIR=$LOG_ROOT/$STAMP
+if [ "${1:-}" = --prepare ]; then LOGDIR=$LOG_ROOT/$STAMP-prepare; else LOGDIR=$LOG_ROOT/$STAMP; fi
 mkdir -p "$LOGDIR" "$CACHE" "$RUNDIR"
-ln -sfn "$LOGDIR" "$LOG_ROOT/latest"
+[ "${1:-}" = --prepare ] || ln -sfn "$LOGDIR" "$LOG_ROOT/latest"
 # keep the last 8 runs' logs
 ls -1d "$LOG_ROOT"/2* 2>/dev/null | head -n -8 | xargs -r rm -rf
 
@@ -676,22 +677,10 @@ healthy() {
 }
 
 # ================================================================== main
-main() {
-  preflight
-  step packages; packages
-
-  if [ -s "$KUBECONFIG_PATH" ] && [ -x "$BIN/kubectl" ] && healthy; then
-    log "the node is already up; checking images and objects"
-    REUSE=1
-  else
-    REUSE=0
-    if [ -e "$STATE" ] || [ -e "$RUNDIR/containerd.pid" ]; then
-      log "leftovers of an earlier node: tearing them down first"
-      "$HERE/down.sh" >"$LOGDIR/down-before-up.log" 2>&1 || true
-      mkdir -p "$RUNDIR"
-    fi
-  fi
-
+# Packages, binaries and images: everything the node needs that is built, nothing that runs.
+# `up.sh --prepare` does only this (no node state, no `latest` log link): `make test` runs it
+# in the background, niced, while the fast suite runs, and up.sh then finds it all cached.
+prepare() {
   step binaries
   BUILD_PID=
   if [ -z "$(binaries_ok)" ]; then
@@ -720,6 +709,31 @@ main() {
   ARGOCLI_ARCHIVE=$(engine_image "$ARGOCLI_IMAGE" argo)
   EVENTS_ARCHIVE=$(engine_image "$EVENTS_IMAGE" argo-events)
   if [ "$made_vlc" = 1 ]; then rm -rf /var/lib/containers; fi
+}
+
+main() {
+  preflight
+  step packages; packages
+  if [ "${1:-}" = --prepare ]; then
+    prepare
+    trap - ERR
+    log "prepared in $(( $(date +%s) - T0 ))s: binaries and images cached (logs: $LOGDIR)"
+    return
+  fi
+
+  if [ -s "$KUBECONFIG_PATH" ] && [ -x "$BIN/kubectl" ] && healthy; then
+    log "the node is already up; checking images and objects"
+    REUSE=1
+  else
+    REUSE=0
+    if [ -e "$STATE" ] || [ -e "$RUNDIR/containerd.pid" ]; then
+      log "leftovers of an earlier node: tearing them down first"
+      "$HERE/down.sh" >"$LOGDIR/down-before-up.log" 2>&1 || true
+      mkdir -p "$RUNDIR"
+    fi
+  fi
+
+  prepare
 
   if [ "$REUSE" = 0 ]; then
     step host-state; record_host_state
