@@ -3,11 +3,12 @@
 #
 # The fast suite keeps both cores ~90% busy for ~8 min; building what the node needs (packages,
 # the Kubernetes binaries, the runner and report images: ~5 min after a code change, ~13 on a
-# fresh machine) is mostly downloads, disk and one Evidence compile. So that build runs in the
-# background while the suite runs, at the lowest CPU and I/O priority (nice 19, ionice idle):
-# it takes what the suite leaves idle, the suite keeps its cores, and the cluster stage finds
-# the images built (`ci/cluster/up.sh --prepare`, cached by content). Where the stage cannot
-# run (not root, PVBENCH_SKIP_CLUSTER=1) or PVBENCH_PREPARE_CLUSTER=0, nothing starts early.
+# fresh machine) is partly downloads and disk. So that build runs in the background while the
+# suite runs (`ci/cluster/up.sh --prepare`, cached by content), at the lowest CPU priority: nice
+# 19, and the image builds' RUN steps, which run in their own cgroup, at cpu.shares 2 (up.sh).
+# It takes what the suite leaves idle and finishes at full speed once the suite is done; the
+# cluster stage then finds everything built. Where the stage cannot run (not root,
+# PVBENCH_SKIP_CLUSTER=1) or PVBENCH_PREPARE_CLUSTER=0, nothing starts early.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[test %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
