@@ -5,7 +5,7 @@ import pytest
 from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
 from pvbench.store.backends import S3Store, StoreError
-from pvbench.store.layout import analytics_prefix, slug
+from pvbench.store.layout import PARQUET_TYPE, analytics_prefix, slug
 
 
 def _identity(campaign, run, occasion, storage_class, profile, workload, rep) -> CellIdentity:
@@ -204,6 +204,34 @@ def test_get_many_reads_in_order_and_an_unreadable_key_does_not_stop_the_others(
     assert dict(got)[keys[3]] == bytes(range(256)) * 1000 and dict(got)[keys[4]] == b""
     if kind == "s3":
         assert store._multi_get  # a missing object is not a failure of the way objects are read
+
+
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_put_many_writes_each_and_raises_once_every_write_has_ended(kind, tmp_path, request, monkeypatch):
+    """What an aggregation uploads (its ~30 tables, a run's compact, a snapshot part) goes through
+    put_many: on S3 at once. Every object is written with its content type; a failing write does
+    not stop the others, and its error is raised once they have ended."""
+    url = str(tmp_path / "store") if kind == "local" else request.getfixturevalue("s3_store_url")
+    store = open_store(url)
+    items = [(f"analytics/t{i}.parquet", f"table {i}".encode() * (i + 1), PARQUET_TYPE) for i in range(12)]
+    store.put_many(items)
+    assert [store.get_bytes(key) for key, _, _ in items] == [data for _, data, _ in items]
+    if kind == "s3":
+        stat = store.client.stat_object(store.bucket, store._key(items[5][0]))
+        assert stat.content_type == PARQUET_TYPE
+    written, put_bytes = [], type(store).put_bytes
+
+    def failing_once(self, key, data, content_type="application/json"):
+        if key.endswith("t3.parquet"):
+            raise StoreError(f"cannot write {key}")
+        put_bytes(self, key, data, content_type)
+        written.append(key)
+
+    monkeypatch.setattr(type(store), "put_bytes", failing_once)
+    with pytest.raises(StoreError, match="t3.parquet"):
+        store.put_many([(key, b"again", content_type) for key, _, content_type in items])
+    assert sorted(written) == sorted(key for key, _, _ in items if not key.endswith("t3.parquet"))
+    assert store.get_bytes("analytics/t11.parquet") == b"again"
 
 
 def test_s3_get_many_with_libcurl_in_order_and_bounded(s3_store_url):

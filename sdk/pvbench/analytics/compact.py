@@ -48,6 +48,7 @@ from pvbench.store import Store, StoredObject
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
+    PARQUET_TYPE,
     RESULT_FILE,
     compact_prefix,
     compact_table_file,
@@ -433,17 +434,16 @@ def _write_compact(
             [sorted(read.runs)] if shared else [],
         )
     docs_file = tmp / COMPACT_DOCUMENTS_FILE  # written by _documents
-    parquet = "application/vnd.apache.parquet"
     # the tables first, documents last: a compact whose documents table is missing is rebuilt
-    for table in COMPACT_TABLES:
-        file = compact_table_file(table)
-        store.put_bytes(compact.table_key(table), (tmp / file).read_bytes(), content_type=parquet)
+    store.put_many(
+        (compact.table_key(t), (tmp / compact_table_file(t)).read_bytes(), PARQUET_TYPE) for t in COMPACT_TABLES
+    )
     if failures is not None:
         failures_file = tmp / COMPACT_FAILURES_FILE
         insert_rows(con, "failures", FAILURES_COLUMNS, [{**f, "run": f.get("run") or listing.run} for f in failures])
         con.execute(f"COPY failures TO '{failures_file}' (FORMAT parquet)")
-        store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=parquet)
-    store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=parquet)
+        store.put_bytes(compact.failures_key, failures_file.read_bytes(), content_type=PARQUET_TYPE)
+    store.put_bytes(compact.documents_key, docs_file.read_bytes(), content_type=PARQUET_TYPE)
     if kept is not None and failures is not None:
         kept.add_failures(con, listing)
 

@@ -50,7 +50,7 @@ from pvbench.analytics.tables import (
 )
 from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
 from pvbench.store import LocalStore, Store
-from pvbench.store.layout import results_prefix, slug
+from pvbench.store.layout import PARQUET_TYPE, results_prefix, slug
 
 # The table of every measured value, one row each (made when a run is compacted).
 VALUES_TABLE = "result_values"
@@ -648,12 +648,13 @@ def write_parquet(
         local_dir = Path(out) if isinstance(out, Path) else Path(tmp)
         local_dir.mkdir(parents=True, exist_ok=True)
         for table in output_tables(root, extra_tables):
-            path = local_dir / f"{table}.parquet"
-            con.execute(f"COPY {table} TO '{path}' (FORMAT parquet)")
-            counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            if not isinstance(out, Path):
-                key = f"{prefix}/{table}.parquet" if prefix else f"{table}.parquet"
-                out.put_bytes(key, path.read_bytes(), content_type="application/vnd.apache.parquet")
+            # COPY returns the rows it wrote: no second query to count them
+            counts[table] = con.execute(f"COPY {table} TO '{local_dir / table}.parquet' (FORMAT parquet)").fetchone()[0]
+        if not isinstance(out, Path):
+            out.put_many(
+                (f"{prefix}/{table}.parquet" if prefix else f"{table}.parquet", path.read_bytes(), PARQUET_TYPE)
+                for table, path in ((t, local_dir / f"{t}.parquet") for t in counts)
+            )
     return counts
 
 

@@ -59,6 +59,7 @@ from pvbench.store import S3Store, Store
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
+    PARQUET_TYPE,
     SNAPSHOT_MANIFEST,
     compact_table_file,
     snapshot_prefix,
@@ -472,16 +473,16 @@ def write_snapshot(
         if part.generation not in named:
             dropped.setdefault(part.generation, f"{now:{GENERATION_TIME}}")
     written = Manifest(campaign, [*kept, Part(generation, new_runs)], dropped)
-    parquet = "application/vnd.apache.parquet"
     with tempfile.TemporaryDirectory(prefix="pvbench-snapshot-") as tmp:
         for table, file in COMPACT_FILES.items():
-            path = Path(tmp) / file
             con.execute(
                 f"COPY (SELECT * FROM {table} WHERE compact_campaign = ? AND compact_run IN (SELECT unnest(?)))"
-                f" TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_SIZE})",
+                f" TO '{Path(tmp) / file}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_SIZE})",
                 [campaign, list(new_runs)],
             )
-            store.put_bytes(written.key(generation, file), path.read_bytes(), content_type=parquet)
+        store.put_many(
+            (written.key(generation, f), (Path(tmp) / f).read_bytes(), PARQUET_TYPE) for f in COMPACT_FILES.values()
+        )
     remove_superseded(store, written, now)  # before the manifest is written: it says what is left
     store.put_bytes(f"{snapshot_prefix(campaign)}/{SNAPSHOT_MANIFEST}", json.dumps(written.body(), indent=1).encode())
     log.debug("campaign %s: snapshot part %s of %d runs written (%s)", campaign, generation, len(new_runs), how)

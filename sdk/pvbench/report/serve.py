@@ -20,13 +20,14 @@ from urllib.parse import quote, unquote, urlsplit
 from pvbench.report.build import ReportError, _is_site
 from pvbench.report.fetch import fetch_report, list_reports, report_location
 from pvbench.store.backends import StoreError
+from pvbench.store.layout import PARQUET_TYPE
 
 
 class _Handler(SimpleHTTPRequestHandler):
     extensions_map = {
         **SimpleHTTPRequestHandler.extensions_map,
         ".wasm": "application/wasm",
-        ".parquet": "application/vnd.apache.parquet",
+        ".parquet": PARQUET_TYPE,
         ".arrow": "application/vnd.apache.arrow.stream",
         ".webmanifest": "application/manifest+json",
     }

@@ -42,6 +42,7 @@ def compact_table_file(table: str) -> str:
 SNAPSHOT_ROOT = "snapshot"
 SNAPSHOT_MANIFEST = "manifest.json"
 RESULT_FILE = "result.json"
+PARQUET_TYPE = "application/vnd.apache.parquet"  # the content type of every Parquet file stored
 RAW_FIO_FILE = "fio.json"
 # One client pod's output in a multi-client cell on Argo (pvbench.cells.clients.run_pod_client), under
 # the cell's prefix at clients/<n>/: the merge step reads them; analytics reads only RESULT_FILE.
