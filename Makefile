@@ -12,7 +12,7 @@ setup:
 ## make test: the whole suite (real fio, real MinIO, Evidence builds, schema checks), then the
 ## real single-node Kubernetes stage (image, chart and every step pod on real PVCs). CI runs this.
 ## ci/test-stages.sh runs the two; while the fast suite runs, the node's images build in the
-## background at the lowest CPU and I/O priority, so the Kubernetes stage finds them built.
+## background at the lowest CPU priority, so the Kubernetes stage finds them built.
 test: lint
 	@bash ci/test-stages.sh
 

@@ -23,7 +23,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # One node per machine: wait for another stage (another checkout) to finish.
-exec 9>/run/pvbench-cluster-stage.lock
+. ci/cluster/lib.sh  # STAGE_LOCK
+exec 9>"$STAGE_LOCK"
 if ! flock -w 1800 9; then say "another cluster stage held the lock for 30 min"; exit 1; fi
 
 T0=$(date +%s)

@@ -16,9 +16,9 @@ say() { printf '\033[1m[test %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
 PREP_PID=
 if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
   PREP_LOG=$(mktemp /tmp/pvbench-cluster-prepare.XXXXXX)
-  # under the cluster stage's lock: no other checkout's node goes down meanwhile (down.sh
-  # unmounts buildah's mounts); its own session, so that stopping it stops all it started
-  setsid -w flock -w 1800 /run/pvbench-cluster-stage.lock \
+  # under the cluster stage's lock (ci/cluster/lib.sh: no other checkout's node goes down
+  # meanwhile); its own session, so that stopping it stops all it started
+  setsid -w flock -w 1800 "$(. ci/cluster/lib.sh && echo "$STAGE_LOCK")" \
     nice -n 19 ionice -c 3 bash ci/cluster/up.sh --prepare >"$PREP_LOG" 2>&1 &
   PREP_PID=$!
   say "building the node's binaries and images in the background, niced (log: $PREP_LOG)"

@@ -11,6 +11,9 @@ CACHE=${PVBENCH_CLUSTER_CACHE:-/var/cache/pvbench-cluster}   # binaries, images,
 STATE=${PVBENCH_CLUSTER_STATE:-/var/lib/pvbench-cluster}     # certs, etcd, kubelet, media
 RUNDIR=${PVBENCH_CLUSTER_RUN:-/run/pvbench-cluster}          # sockets, pid files, containerd state
 LOG_ROOT=${PVBENCH_CLUSTER_LOGS:-/var/log/pvbench-cluster}   # one directory per up.sh run
+# One node per machine: ci/cluster-stage.sh holds this lock, and so does the background build of
+# ci/test-stages.sh (another checkout's down.sh would unmount buildah's mounts under it).
+STAGE_LOCK=/run/pvbench-cluster-stage.lock
 KUBECONFIG_PATH=${PVBENCH_KUBECONFIG:-$STATE/kubeconfig}     # admin kubeconfig (cluster-admin)
 
 # The pod network: one bridge with a /24; its first address is the host side, where the

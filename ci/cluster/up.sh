@@ -20,11 +20,12 @@ set -eEuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 T0=$(date +%s)
+PREPARE_ONLY=0; [ "${1:-}" = --prepare ] && PREPARE_ONLY=1
 BUILD_CPU=  # extra `buildah build` options: --prepare lowers its RUN steps' CPU weight
 STAMP=$(date +%Y%m%d-%H%M%S)
-if [ "${1:-}" = --prepare ]; then LOGDIR=$LOG_ROOT/$STAMP-prepare; else LOGDIR=$LOG_ROOT/$STAMP; fi
+if [ "$PREPARE_ONLY" = 1 ]; then LOGDIR=$LOG_ROOT/$STAMP-prepare; else LOGDIR=$LOG_ROOT/$STAMP; fi
 mkdir -p "$LOGDIR" "$CACHE" "$RUNDIR"
-[ "${1:-}" = --prepare ] || ln -sfn "$LOGDIR" "$LOG_ROOT/latest"
+[ "$PREPARE_ONLY" = 1 ] || ln -sfn "$LOGDIR" "$LOG_ROOT/latest"
 # keep the last 8 runs' logs
 ls -1d "$LOG_ROOT"/2* 2>/dev/null | head -n -8 | xargs -r rm -rf
 
@@ -717,7 +718,7 @@ prepare() {
 main() {
   preflight
   step packages; packages
-  if [ "${1:-}" = --prepare ]; then
+  if [ "$PREPARE_ONLY" = 1 ]; then
     # A RUN step runs in its own cgroup (cpu:/buildah-…), which the scheduler weighs as one
     # task of nice 0 whatever our nice: in the background (ci/test-stages.sh) the report
     # image's npm ci and Evidence compile took their full share from the fast suite (it ran

@@ -647,14 +647,12 @@ def write_parquet(
     with tempfile.TemporaryDirectory(prefix="pvbench-parquet-") as tmp:
         local_dir = Path(out) if isinstance(out, Path) else Path(tmp)
         local_dir.mkdir(parents=True, exist_ok=True)
-        for table in output_tables(root, extra_tables):
+        files = [local_dir / f"{table}.parquet" for table in output_tables(root, extra_tables)]
+        for path in files:
             # COPY returns the rows it wrote: no second query to count them
-            counts[table] = con.execute(f"COPY {table} TO '{local_dir / table}.parquet' (FORMAT parquet)").fetchone()[0]
+            counts[path.stem] = con.execute(f"COPY {path.stem} TO '{path}' (FORMAT parquet)").fetchone()[0]
         if not isinstance(out, Path):
-            out.put_many(
-                (f"{prefix}/{table}.parquet" if prefix else f"{table}.parquet", path.read_bytes(), PARQUET_TYPE)
-                for table, path in ((t, local_dir / f"{t}.parquet") for t in counts)
-            )
+            out.put_many((f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files)
     return counts
 
 
