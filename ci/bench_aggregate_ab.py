@@ -1,4 +1,5 @@
-"""A full aggregation at two commits, alternated on one store (a script, not a timed test).
+"""A full aggregation, or adding a run, at two commits, alternated on one store (a script, not a
+timed test).
 
 ci/bench_aggregate.py runs one commit's code; between two of its runs this machine's timings move
 by up to 30 %, more than most changes to the aggregation save. This script makes one synthetic
@@ -8,16 +9,25 @@ the store's read (list + get) before each pair. It prints every timing, the medi
 median of each pair's ratio (working tree ÷ base), which is what the two share the same minute of
 the machine for.
 
+With --add, it times adding a run instead: the campaign aggregated once (the working tree's code,
+which writes its snapshot), then, PAIRS times, one more run of 1,000 results written and
+`pvbench aggregate --run <it>` at each commit in turn (each commit adds its own run: the store
+grows by two runs a pair, and every (SNAPSHOT_LAG + 1)th addition also writes a snapshot part,
+whichever commit makes it; the medians are what to read). --minio makes the store in a MinIO on
+loopback instead of a local folder (PVBENCH_TOOLS or .tools/ must hold the minio binary).
+
 The base runs from a git worktree made for it (removed after), with this checkout's virtualenv:
 its pvbench package and analytics/ SQL, nothing else of it.
 
 Usage: .venv/bin/python ci/bench_aggregate_ab.py --base <commit> [--results 100000] [--pairs 5]
        [--tmpfs]   (the store in /dev/shm: the disk's waits taken out, CPU left)
+       [--add [--minio]]   (adding a run instead of the full aggregation)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -25,7 +35,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench_aggregate import PER_RUN, REPO, byte_compile, full_aggregation, read_bytes, template_document, write_runs
+from bench_aggregate import (
+    CAMPAIGN,
+    PER_RUN,
+    REPO,
+    byte_compile,
+    full_aggregation,
+    minio_store,
+    read_bytes,
+    template_document,
+    timed,
+    write_runs,
+)
 
 from pvbench.store import LocalStore
 
@@ -36,7 +57,11 @@ def main() -> None:
     parser.add_argument("--results", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--tmpfs", action="store_true", help="make the store in /dev/shm")
+    parser.add_argument("--add", action="store_true", help="time adding a run, not the full aggregation")
+    parser.add_argument("--minio", action="store_true", help="with --add: the store in a MinIO on loopback")
     args = parser.parse_args()
+    if args.minio and not args.add:
+        parser.error("--minio goes with --add (the full aggregation's A/B is of a local store)")
     base = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", args.base], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -46,56 +71,103 @@ def main() -> None:
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), base], check=True)
         for sdk in (tree / "sdk", REPO / "sdk"):
             byte_compile(sdk)
-        store_root = Path(tempfile.mkdtemp(prefix="pvbench-ab-store-", dir="/dev/shm" if args.tmpfs else tmp))
+        variants = {
+            f"base {base}": {"PYTHONPATH": str(tree / "sdk"), "PVBENCH_ANALYTICS_DIR": str(tree / "analytics")},
+            "working tree": {"PYTHONPATH": str(REPO / "sdk"), "PVBENCH_ANALYTICS_DIR": str(REPO / "analytics")},
+        }
+        runs = max(1, args.results // PER_RUN)
         try:
-            variants = {
-                f"base {base}": {"PYTHONPATH": str(tree / "sdk"), "PVBENCH_ANALYTICS_DIR": str(tree / "analytics")},
-                "working tree": {"PYTHONPATH": str(REPO / "sdk"), "PVBENCH_ANALYTICS_DIR": str(REPO / "analytics")},
-            }
-            store = LocalStore(store_root)
-            runs = max(1, args.results // PER_RUN)
-            print(f"writing {runs * PER_RUN:,} results to {store_root} …", flush=True)
-            write_runs(store, template_document(work), 0, runs)
-            os.sync()
-            out = work / "tables"
-            walls: dict[str, list[float]] = {name: [] for name in variants}
-            cpus: dict[str, list[float]] = {name: [] for name in variants}
-            reads = []
-            for pair in range(args.pairs):
-                reads.append(read_bytes(store)[0])
-                order = list(variants) if pair % 2 == 0 else list(reversed(variants))
-                for name in order:
-                    measured = full_aggregation(store, str(store_root), out, {**os.environ, **variants[name]})
-                    if measured is None:
-                        raise SystemExit(f"{name}: pvbench aggregate failed")
-                    walls[name].append(measured[0])
-                    cpus[name].append(measured[2])
-                print(
-                    f"pair {pair + 1}: read {reads[-1]:.1f} s; "
-                    + ", ".join(f"{name} {walls[name][-1]:.1f} s" for name in variants),
-                    flush=True,
-                )
+            with contextlib.ExitStack() as stack:
+                store, url = open_bench_store(stack, work, args)
+                template = template_document(work)
+                print(f"writing {runs * PER_RUN:,} results to {url} …", flush=True)
+                write_runs(store, template, 0, runs)
+                os.sync()
+                env = {name: {**os.environ, **extra} for name, extra in variants.items()}
+                if args.add:
+                    walls, cpus = additions(store, url, template, runs, work / "tables", env, args.pairs)
+                else:
+                    walls, cpus, reads = full_aggregations(store, url, work / "tables", env, args.pairs)
         finally:
-            shutil.rmtree(store_root, ignore_errors=True)
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
     old, new = walls[f"base {base}"], walls["working tree"]
     ratios = [n / o for n, o in zip(new, old)]
-    where = "tmpfs" if args.tmpfs else "disk"
-    print(f"\nfull aggregation of {runs * PER_RUN:,} results, local store on {where}, {args.pairs} alternated pairs")
+    where = "MinIO" if args.minio else "local store on " + ("tmpfs" if args.tmpfs else "disk")
+    what = "adding a run to" if args.add else "full aggregation of"
+    print(f"\n{what} {runs * PER_RUN:,} results, {where}, {args.pairs} alternated pairs")
     # CPU: user + system of the command and its reader process; over the wall time, the cores it kept busy
-    print("| code | full aggregation, each pair | median | median ÷ read | CPU, median | CPU ÷ wall |")
-    print("|---|---|---|---|---|---|")
+    if args.add:
+        print("| code | each addition | median | CPU, median | CPU ÷ wall |")
+        print("|---|---|---|---|---|")
+    else:
+        print("| code | full aggregation, each pair | median | median ÷ read | CPU, median | CPU ÷ wall |")
+        print("|---|---|---|---|---|---|")
     for name, times in walls.items():
+        over_read = "" if args.add else f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}×"
         print(
-            f"| {name} | {', '.join(f'{t:.1f}' for t in times)} s | {statistics.median(times):.1f} s"
-            f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}×"
+            f"| {name} | {', '.join(f'{t:.{2 if args.add else 1}f}' for t in times)} s"
+            f" | {statistics.median(times):.{2 if args.add else 1}f} s{over_read}"
             f" | {statistics.median(cpus[name]):.1f} s | {statistics.median(c / t for c, t in zip(cpus[name], times)):.2f} |"
         )
-    print(f"| read bytes | {', '.join(f'{r:.1f}' for r in reads)} s | {statistics.median(reads):.1f} s | | | |")
+    if not args.add:
+        print(f"| read bytes | {', '.join(f'{r:.1f}' for r in reads)} s | {statistics.median(reads):.1f} s | | | |")
     print(
         f"\nworking tree ÷ base, each pair: {', '.join(f'{r:.2f}' for r in ratios)};"
         f" median {statistics.median(ratios):.2f}, faster in {sum(r < 1 for r in ratios)} of {len(ratios)}"
     )
+
+
+def open_bench_store(stack: contextlib.ExitStack, work: Path, args: argparse.Namespace):
+    """(the store, its URL): a MinIO bucket (--minio), else a folder (in /dev/shm with --tmpfs),
+    removed when ``stack`` closes."""
+    if args.minio:
+        store = stack.enter_context(minio_store(work, "bench-ab"))
+        return store, "s3://bench-ab/pvbench"
+    root = Path(tempfile.mkdtemp(prefix="pvbench-ab-store-", dir="/dev/shm" if args.tmpfs else work))
+    stack.callback(shutil.rmtree, root, True)
+    return LocalStore(root), str(root)
+
+
+def full_aggregations(store, url: str, out: Path, env: dict[str, dict], pairs: int):
+    """Each variant's full aggregation, alternated, the store's read before each pair: (walls, CPUs, reads)."""
+    walls: dict[str, list[float]] = {name: [] for name in env}
+    cpus: dict[str, list[float]] = {name: [] for name in env}
+    reads = []
+    for pair in range(pairs):
+        reads.append(read_bytes(store)[0])
+        for name in list(env) if pair % 2 == 0 else list(reversed(env)):
+            measured = full_aggregation(store, url, out, env[name])
+            if measured is None:
+                raise SystemExit(f"{name}: pvbench aggregate failed")
+            walls[name].append(measured[0])
+            cpus[name].append(measured[2])
+        print(
+            f"pair {pair + 1}: read {reads[-1]:.1f} s; " + ", ".join(f"{name} {walls[name][-1]:.1f} s" for name in env),
+            flush=True,
+        )
+    return walls, cpus, reads
+
+
+def additions(store, url: str, template: dict, runs: int, out: Path, env: dict[str, dict], pairs: int):
+    """The campaign aggregated once (the working tree's code: it writes the snapshot), then each
+    variant adds a run of its own in turn, ``pairs`` times: (walls, CPUs)."""
+    if full_aggregation(store, url, out, env["working tree"]) is None:
+        raise SystemExit("the first full aggregation failed")
+    walls: dict[str, list[float]] = {name: [] for name in env}
+    cpus: dict[str, list[float]] = {name: [] for name in env}
+    index = runs
+    for pair in range(pairs):
+        for name in list(env) if pair % 2 == 0 else list(reversed(env)):
+            write_runs(store, template, index, 1)
+            run = ["--run", f"run-{index:04d}", "--out", str(out)]
+            measured = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, *run], env[name])
+            if measured is None:
+                raise SystemExit(f"{name}: pvbench aggregate --run failed")
+            walls[name].append(measured[0])
+            cpus[name].append(measured[2])
+            index += 1
+        print(f"pair {pair + 1}: " + ", ".join(f"{name} {walls[name][-1]:.2f} s" for name in env), flush=True)
+    return walls, cpus
 
 
 if __name__ == "__main__":
