@@ -430,10 +430,9 @@ def build_tables(
     compact_models, campaign_models = compaction_models(discover_models(root))
     if tables is not None:
         campaign_models = models_for(campaign_models, tables)
-    uncounted = con.execute(
-        "SELECT count(*) FROM compact_documents WHERE problem IS NULL"
-        " AND source_key NOT IN (SELECT source_key FROM counted_documents)"
-    ).fetchone()[0]
+    # the valid documents left out are the copies select_documents counted once (not a second
+    # query of 100,000 keys against the counted ones: 0.04 s of every addition)
+    uncounted = sum(1 for row in skipped if row["problem"] == "duplicate")
     # The compacts' rows, less where they came from; a view (each model reads only its columns),
     # or, when a copy of a document is left out, a table of the counted rows only.
     if uncounted:
@@ -648,9 +647,19 @@ def write_parquet(
         local_dir = Path(out) if isinstance(out, Path) else Path(tmp)
         local_dir.mkdir(parents=True, exist_ok=True)
         files = [local_dir / f"{table}.parquet" for table in output_tables(root, extra_tables)]
-        for path in files:
-            # COPY returns the rows it wrote: no second query to count them
-            counts[path.stem] = con.execute(f"COPY {path.stem} TO '{path}' (FORMAT parquet)").fetchone()[0]
+
+        def copy(path: Path) -> int:
+            cursor = con.cursor()
+            try:  # COPY returns the rows it wrote: no second query to count them
+                return cursor.execute(f"COPY {path.stem} TO '{path}' (FORMAT parquet)").fetchone()[0]
+            finally:
+                cursor.close()
+
+        # a table each per core at once: most are small, and one COPY of a small table keeps one
+        # core busy (the ~30 tables of a 100,000-result campaign: 0.25 s one after the other,
+        # 0.17 s two at once on 2 cores)
+        with ThreadPoolExecutor(max(1, int(duckdb_settings()["threads"]))) as pool:
+            counts.update(zip((p.stem for p in files), pool.map(copy, files)))
         if not isinstance(out, Path):
             out.put_many((f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files)
     return counts
