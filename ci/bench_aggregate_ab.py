@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import shutil
 import statistics
@@ -128,23 +129,33 @@ def open_bench_store(stack: contextlib.ExitStack, work: Path, args: argparse.Nam
     return LocalStore(root), str(root)
 
 
-def full_aggregations(store, url: str, out: Path, env: dict[str, dict], pairs: int):
-    """Each variant's full aggregation, alternated, the store's read before each pair: (walls, CPUs, reads)."""
+def alternated(env: dict[str, dict], pairs: int, measure, before=lambda: "") -> tuple[dict, dict]:
+    """``measure(name)`` (timed()'s result, None if the command failed) for each variant in turn,
+    ``pairs`` times, the order swapped every other pair; ``before()`` runs ahead of each pair and
+    says what it did for the pair's line. Returns (walls, CPUs) by variant."""
     walls: dict[str, list[float]] = {name: [] for name in env}
     cpus: dict[str, list[float]] = {name: [] for name in env}
-    reads = []
     for pair in range(pairs):
-        reads.append(read_bytes(store)[0])
+        said = before()
         for name in list(env) if pair % 2 == 0 else list(reversed(env)):
-            measured = full_aggregation(store, url, out, env[name])
+            measured = measure(name)
             if measured is None:
                 raise SystemExit(f"{name}: pvbench aggregate failed")
             walls[name].append(measured[0])
             cpus[name].append(measured[2])
-        print(
-            f"pair {pair + 1}: read {reads[-1]:.1f} s; " + ", ".join(f"{name} {walls[name][-1]:.1f} s" for name in env),
-            flush=True,
-        )
+        print(f"pair {pair + 1}: {said}" + ", ".join(f"{name} {walls[name][-1]:.2f} s" for name in env), flush=True)
+    return walls, cpus
+
+
+def full_aggregations(store, url: str, out: Path, env: dict[str, dict], pairs: int):
+    """Each variant's full aggregation, alternated, the store's read before each pair: (walls, CPUs, reads)."""
+    reads: list[float] = []
+
+    def read() -> str:
+        reads.append(read_bytes(store)[0])
+        return f"read {reads[-1]:.1f} s; "
+
+    walls, cpus = alternated(env, pairs, lambda name: full_aggregation(store, url, out, env[name]), read)
     return walls, cpus, reads
 
 
@@ -153,21 +164,15 @@ def additions(store, url: str, template: dict, runs: int, out: Path, env: dict[s
     variant adds a run of its own in turn, ``pairs`` times: (walls, CPUs)."""
     if full_aggregation(store, url, out, env["working tree"]) is None:
         raise SystemExit("the first full aggregation failed")
-    walls: dict[str, list[float]] = {name: [] for name in env}
-    cpus: dict[str, list[float]] = {name: [] for name in env}
-    index = runs
-    for pair in range(pairs):
-        for name in list(env) if pair % 2 == 0 else list(reversed(env)):
-            write_runs(store, template, index, 1)
-            run = ["--run", f"run-{index:04d}", "--out", str(out)]
-            measured = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, *run], env[name])
-            if measured is None:
-                raise SystemExit(f"{name}: pvbench aggregate --run failed")
-            walls[name].append(measured[0])
-            cpus[name].append(measured[2])
-            index += 1
-        print(f"pair {pair + 1}: " + ", ".join(f"{name} {walls[name][-1]:.2f} s" for name in env), flush=True)
-    return walls, cpus
+    indexes = itertools.count(runs)  # each addition a new run
+
+    def add(name: str):
+        index = next(indexes)
+        write_runs(store, template, index, 1)
+        run = ["--run", f"run-{index:04d}", "--out", str(out)]
+        return timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, *run], env[name])
+
+    return alternated(env, pairs, add)
 
 
 if __name__ == "__main__":

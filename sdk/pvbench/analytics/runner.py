@@ -60,6 +60,9 @@ INTERNAL_TABLES = {"compact_documents", "counted_documents", "failures_given"}
 
 MAX_WARNINGS = 10
 
+# skipped_results.problem of a second copy of a cell's result (counted once, at the other key)
+DUPLICATE = "duplicate"
+
 log = logging.getLogger("pvbench.analytics")
 
 
@@ -209,7 +212,7 @@ def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
         skipped.append(
             {
                 "source_key": key,
-                "problem": "duplicate",
+                "problem": DUPLICATE,
                 "counted_as": keep,
                 "reason": f"the same cell as {keep} (its identity says so), counted once",
             }
@@ -423,7 +426,7 @@ def build_tables(
     skipped = select_documents(con)
     warn = warn or log.warning
     for row in skipped[:MAX_WARNINGS]:
-        what = "counted once" if row["problem"] == "duplicate" else "skipped"
+        what = "counted once" if row["problem"] == DUPLICATE else "skipped"
         warn(f"{what}: {row['source_key']}: {row['reason']}")
     if len(skipped) > MAX_WARNINGS:
         warn(f"… and {len(skipped) - MAX_WARNINGS} more documents left out (table skipped_results)")
@@ -432,7 +435,7 @@ def build_tables(
         campaign_models = models_for(campaign_models, tables)
     # the valid documents left out are the copies select_documents counted once (not a second
     # query of 100,000 keys against the counted ones: 0.04 s of every addition)
-    uncounted = sum(1 for row in skipped if row["problem"] == "duplicate")
+    uncounted = sum(1 for row in skipped if row["problem"] == DUPLICATE)
     # The compacts' rows, less where they came from; a view (each model reads only its columns),
     # or, when a copy of a document is left out, a table of the counted rows only.
     if uncounted:

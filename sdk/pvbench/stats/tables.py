@@ -22,10 +22,9 @@ judge alike.
 from __future__ import annotations
 
 import csv
-import itertools
 from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, islice
 from typing import Callable
 
 import numpy as np
@@ -152,7 +151,7 @@ def _cells(con) -> list[Cell]:
     cells, start = [], 0
     for r in rows:
         cell_entries = []
-        for run, occasion, role, started_at, size in itertools.islice(entries, r[9]):
+        for run, occasion, role, started_at, size in islice(entries, r[9]):
             cell_entries.append((run, occasion, role, started_at, flat[start : start + size]))
             start += size
         cells.append(Cell(r[0], r[1], r[2:6], r[6], r[7], r[8], cell_entries))
