@@ -170,10 +170,53 @@ def test_the_console_script_freezes_what_outlives_the_command_and_keeps_its_exit
 
     from pvbench.cli import main as cli_main
 
-    frozen = []
+    frozen, mounted = [], []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
     monkeypatch.setattr(cli_main, "app", lambda prog_name: sys.exit(3))
+    monkeypatch.setattr(cli_main, "mount_for", mounted.append)  # the command's sub-apps, before it runs
+    monkeypatch.setattr(sys, "argv", ["pvbench", "aggregate", "--store", "s"])
     with pytest.raises(SystemExit) as exited:
         cli_main.main()
     assert exited.value.code == 3
     assert frozen == [True, True]
+    assert mounted == [["aggregate", "--store", "s"]]
+
+
+ALL_OPTIONAL = {"report", "stats", "argo"}
+
+
+@pytest.mark.parametrize(
+    "args, mounted",
+    [
+        (["aggregate", "--store", "s"], set()),  # every workflow's last step: none of them
+        (["fio-step", "--help"], set()),  # every step pod
+        (["report", "build"], {"report"}),
+        (["stats", "--help"], {"stats"}),
+        (["render"], {"argo"}),  # a top-level Argo shortcut
+        (["--help"], ALL_OPTIONAL),  # the list of every command
+        ([], ALL_OPTIONAL),
+        (["agregate"], ALL_OPTIONAL),  # a typo: "no such command" among them all
+    ],
+)
+def test_the_console_script_mounts_only_the_optional_commands_it_runs(args, mounted):
+    """main() mounts the report, stats and Argo sub-apps only for a command that needs them
+    (importing the report's build and hera: ~0.1 s, a twentieth of adding a run), and all of them
+    where the command is unknown or help lists them all."""
+    code = (
+        "import sys, json; from pvbench.cli import main; main.mount_for(sys.argv[1:]);"
+        " print(json.dumps([sorted(main._mounted), 'pvbench.report.cli' in sys.modules, 'pvbench.argo.cli' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
+    names, report_imported, argo_imported = json.loads(out)
+    assert set(names) == mounted
+    assert report_imported == ("report" in mounted) and argo_imported == ("argo" in mounted)
+
+
+def test_every_optional_command_runs_through_the_console_script():
+    for args in (["report", "--help"], ["stats", "--help"], ["argo", "--help"], ["render", "--help"]):
+        result = pvbench(*args)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Usage: " in result.stdout
+    listed = pvbench("--help").stdout
+    for name in ("report", "stats", "argo", "render", "submit", "aggregate", "fio-step"):
+        assert f"│ {name} " in listed

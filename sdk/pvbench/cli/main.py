@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import sys
+from typing import Sequence
 
 import typer
 
@@ -21,10 +23,26 @@ app.add_typer(store.app, name="store")
 app.add_typer(commands.local_app, name="local")
 app.add_typer(commands.import_app, name="import")
 
+# Sub-apps mounted when a command needs them (mount_for): importing them all took ~0.1 s (the
+# report's build, hera's Argo), a twentieth of adding a run to a campaign, which `pvbench aggregate
+# --run` in every workflow's last step, and every step pod's `pvbench fio-step`, paid for nothing.
+OPTIONAL = {
+    "report": ("pvbench.report.cli", "Build and serve the Evidence report."),
+    "stats": ("pvbench.stats.cli", "Statistics over stored results."),
+    "argo": ("pvbench.argo.cli", "Argo Workflows: render templates, submit runs."),
+}
+# the two Argo commands people type most, also at the top level (mounted with argo)
+ARGO_SHORTCUTS = ("render", "submit")
+_mounted: set[str] = set()
 
-def _mount_optional(module: str, name: str, help_text: str) -> None:
+
+def _mount_optional(name: str) -> None:
     """Sub-apps whose optional dependencies may be missing (hera for argo): imported here, so a
     minimal install still runs every other command and says what is missing."""
+    if name in _mounted:
+        return
+    _mounted.add(name)
+    module, help_text = OPTIONAL[name]
     try:
         mod = __import__(module, fromlist=["app"])
     except ImportError as exc:  # e.g. hera missing in a minimal install
@@ -38,34 +56,46 @@ def _mount_optional(module: str, name: str, help_text: str) -> None:
         app.add_typer(missing, name=name)
         return
     app.add_typer(mod.app, name=name, help=help_text)
+    if name == "argo":
+        app.command("render", help="Render templates/ from workflows/ (same as `pvbench argo render`).")(mod.render)
+        app.command("submit", help="Submit a benchmark run to Argo (same as `pvbench argo submit`).")(mod.submit)
 
 
-def _register() -> None:
-    _mount_optional("pvbench.report.cli", "report", "Build and serve the Evidence report.")
-    _mount_optional("pvbench.stats.cli", "stats", "Statistics over stored results.")
-    _mount_optional("pvbench.argo.cli", "argo", "Argo Workflows: render templates, submit runs.")
-    try:  # the two Argo commands people type most, also at the top level
-        from pvbench.argo import cli as argo_cli
+def mount_for(args: Sequence[str]) -> None:
+    """Mount the optional sub-apps the command in ``args`` (the arguments after ``pvbench``)
+    needs: the one it names, or every one when it names none of the core commands (``--help``,
+    shell completion, a mistyped command: each lists or looks for every command)."""
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command in OPTIONAL:
+        _mount_optional(command)
+    elif command in ARGO_SHORTCUTS:
+        _mount_optional("argo")
+    elif command is None or command not in _core_commands():
+        for name in OPTIONAL:
+            _mount_optional(name)
 
-        app.command("render", help="Render templates/ from workflows/ (same as `pvbench argo render`).")(
-            argo_cli.render
-        )
-        app.command("submit", help="Submit a benchmark run to Argo (same as `pvbench argo submit`).")(argo_cli.submit)
-    except ImportError:
-        pass
 
-
-_register()
+def _core_commands() -> set[str]:
+    """The names of the commands and groups mounted at import (the core sub-apps')."""
+    names = {group.name for group in app.registered_groups if group.name}
+    for group in app.registered_groups:
+        if not group.name:  # a sub-app added without a name: its commands are top-level
+            sub = group.typer_instance
+            names |= {c.name or c.callback.__name__.replace("_", "-") for c in sub.registered_commands}
+            names |= {g.name for g in sub.registered_groups if g.name}
+    return names
 
 
 def main() -> None:
-    """The ``pvbench`` console script: ``app``, with what Python's garbage collector would walk
-    for nothing set aside (gc.freeze): the ~50,000 objects the imports make (pydantic's schemas,
-    typer, numpy) live as long as the process, and, frozen again at the end, what the command
-    made is not walked by the collections of the interpreter's exit either: those were most of
-    the ~0.13 s between a command's end and its process's end (perf): ~0.1 s of every command.
-    Objects that are not garbage are freed at exit as before, and atexit work (temporary
-    folders, logging's flush) runs as before."""
+    """The ``pvbench`` console script: ``app``, with the sub-apps the command needs mounted
+    (mount_for), and what Python's garbage collector would walk for nothing set aside
+    (gc.freeze): the ~50,000 objects the imports make (pydantic's schemas, typer, numpy) live as
+    long as the process, and, frozen again at the end, what the command made is not walked by the
+    collections of the interpreter's exit either: those were most of the ~0.13 s between a
+    command's end and its process's end (perf): ~0.1 s of every command. Objects that are not
+    garbage are freed at exit as before, and atexit work (temporary folders, logging's flush)
+    runs as before."""
+    mount_for(sys.argv[1:])
     gc.freeze()
     try:
         app(prog_name="pvbench")
