@@ -6,8 +6,10 @@
 -- run, class_runs how many runs the class and profile have in all; series names a chart line:
 -- the occasion, with its run when more than one run is shown (occasion labels repeat).
 with runs as (
+    -- when each run started, from its occasions' rows: not from its values, whose unnesting (every
+    -- headline value of the campaign, to rank its runs) was half of the model's time
     select campaign, storage_class, profile, run, min(started_at) as run_started_at
-    from measurements
+    from occasion_measurements
     where is_headline
     group by campaign, storage_class, profile, run
 ),
