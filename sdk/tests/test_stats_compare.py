@@ -243,3 +243,34 @@ def test_invalid_input_is_refused():
     with pytest.raises(ValueError):
         CompareSettings(alpha=1.5)
     assert decide([]) == []
+
+
+def test_occasions_as_one_array_compare_exactly_as_a_list_of_arrays():
+    """The report's comparisons pass each side and history as OccasionArrays (one float array,
+    the occasions' sizes); every figure is the one the same occasions give as a list of arrays,
+    bit for bit, with a single-occasion side (judged from the history) and with two sides."""
+    from pvbench.stats.compare import OccasionArrays
+
+    rng = np.random.default_rng(11)
+
+    def occasions(k, level):
+        return [rng.normal(level * rng.uniform(0.9, 1.1), 20, int(rng.integers(2, 7))) for _ in range(k)]
+
+    def arrays(occs, run):
+        keys = [(f"{run}{i}", "o") for i in range(len(occs))]
+        return OccasionArrays(keys, np.concatenate(occs), np.array([len(o) for o in occs], dtype=np.int64))
+
+    for kb, kc in ((1, 1), (1, 4), (5, 6)):
+        base, cand, history = occasions(kb, 1000), occasions(kc, 1050), occasions(8, 1000)
+        as_lists = compare_samples(base, cand, "higher", history=history)
+        as_one = compare_samples(arrays(base, "b"), arrays(cand, "c"), "higher", history=arrays(history, "h"))
+        assert as_one.as_row().keys() == as_lists.as_row().keys()
+        for name, value in as_lists.as_row().items():
+            got = as_one.as_row()[name]
+            assert got == value or (isinstance(value, float) and math.isnan(value) and math.isnan(got)), name
+    # a side without some occasions: the others, in order, their values with them
+    side = arrays([np.array([1.0, 2.0]), np.array([3.0]), np.array([4.0, 5.0, 6.0])], "r")
+    rest = side.without({("r1", "o")})
+    assert list(rest) == [("r0", "o"), ("r2", "o")]
+    assert rest.values.tolist() == [1.0, 2.0, 4.0, 5.0, 6.0] and rest.sizes.tolist() == [2, 3]
+    assert side.without(set()) is side

@@ -322,33 +322,38 @@ def cells_of(rows: list[dict]):
         entry = cell["entries"].setdefault((row["run"], row["occasion"], row["role"]), [row["started_at"], []])
         entry[0] = min((t for t in (entry[0], row["started_at"]) if t is not None), default=None)
         entry[1].append(float(row["value"]))
-    return [
-        Cell(
-            *key[:2],
-            key[2:],
-            cell["first"]["better"],
-            cell["first"]["unit"],
-            cell["first"]["workload_title"],
-            [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()],
+    cells = []
+    for key, cell in sorted(grouped.items()):
+        entries = [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()]
+        runs, occasions, roles, started, values = (list(column) for column in zip(*entries))
+        cells.append(
+            Cell(
+                *key[:2],
+                key[2:],
+                cell["first"]["better"],
+                cell["first"]["unit"],
+                cell["first"]["workload_title"],
+                runs,
+                occasions,
+                roles,
+                started,
+                np.array([len(v) for v in values], dtype=np.int64),
+                np.array([v for vs in values for v in vs], dtype=float),
+            )
         )
-        for key, cell in sorted(grouped.items())
-    ]
+    return cells
 
 
 def as_lists(cells) -> list:
-    """Cells with each entry's values as a list (_cells gives slices of one float array)."""
-    return [
-        (
-            c.campaign,
-            c.storage_class,
-            c.key,
-            c.better,
-            c.unit,
-            c.workload_title,
-            [(*e[:4], list(e[4])) for e in c.entries],
-        )
-        for c in cells
-    ]
+    """Cells with their entries as tuples, each entry's values as a list (_cells gives one float
+    array per cell, its entries' values one after the other)."""
+    out = []
+    for c in cells:
+        ends = np.cumsum(c.sizes)
+        values = [list(c.values[end - size : end]) for size, end in zip(c.sizes, ends)]
+        entries = list(zip(c.runs, c.occasions, c.roles, c.started, values))
+        out.append((c.campaign, c.storage_class, c.key, c.better, c.unit, c.workload_title, entries))
+    return out
 
 
 def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):

@@ -243,8 +243,44 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def as_occasions(side: Iterable) -> list[np.ndarray]:
-    """A side as a list of occasions. A flat list of numbers means independent values (one each)."""
+class OccasionArrays:
+    """Occasions as one float array (``values``, occasion after occasion) and each one's size
+    (``sizes``, none 0), with each one's (run, occasion) in ``keys``: a side as the report's
+    comparisons hand it over. A class pooled over a year of runs is thousands of occasions; an
+    array each, checked, concatenated and averaged one by one in every comparison, was most of the
+    comparisons' Python time. Iterating it gives its keys and ``len`` counts its occasions, as for
+    the mapping (run, occasion) → values that sides.group_values makes; compare_samples takes it as
+    a side or a history as it is, and computes exactly what it computes for the same occasions as
+    a list of arrays."""
+
+    __slots__ = ("keys", "values", "sizes")
+
+    def __init__(self, keys: Sequence[tuple], values: np.ndarray, sizes: np.ndarray):
+        self.keys, self.values, self.sizes = keys, values, sizes
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self):
+        return iter(self.keys)
+
+    def without(self, keys: set) -> OccasionArrays:
+        """The occasions whose key is not in ``keys``."""
+        kept = np.fromiter((key not in keys for key in self.keys), dtype=bool, count=len(self.keys))
+        if kept.all():
+            return self
+        return OccasionArrays(
+            [key for key, keep in zip(self.keys, kept) if keep],
+            self.values[np.repeat(kept, self.sizes)],
+            self.sizes[kept],
+        )
+
+
+def as_occasions(side: Iterable) -> list[np.ndarray] | OccasionArrays:
+    """A side as a list of occasions. A flat list of numbers means independent values (one each);
+    an OccasionArrays is one already."""
+    if isinstance(side, OccasionArrays):
+        return side
     items = list(side)
     if items and not isinstance(items[0], (list, tuple, np.ndarray)):
         return [np.asarray([float(v)]) for v in items]
@@ -252,13 +288,21 @@ def as_occasions(side: Iterable) -> list[np.ndarray]:
     return [np.asarray(o if isinstance(o, np.ndarray) else list(o), dtype=float) for o in items if len(o)]
 
 
-def occasion_means(occasions: list[np.ndarray]) -> np.ndarray:
+def pooled(occasions: list[np.ndarray] | OccasionArrays) -> np.ndarray:
+    """Every value of the occasions, in their order."""
+    return occasions.values if isinstance(occasions, OccasionArrays) else np.concatenate(occasions)
+
+
+def occasion_means(occasions: list[np.ndarray] | OccasionArrays) -> np.ndarray:
     """The mean of each occasion, in one pass over them all (a report compares thousands)."""
-    sizes = np.fromiter(map(len, occasions), dtype=np.int64, count=len(occasions))
+    if isinstance(occasions, OccasionArrays):
+        sizes = occasions.sizes
+    else:
+        sizes = np.fromiter(map(len, occasions), dtype=np.int64, count=len(occasions))
     if not len(sizes):
         return np.zeros(0)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    return np.add.reduceat(np.concatenate(occasions), starts) / sizes
+    return np.add.reduceat(pooled(occasions), starts) / sizes
 
 
 def _sum_sq(y: np.ndarray) -> float:
@@ -352,7 +396,7 @@ def compare_samples(
     ob, oc = as_occasions(baseline), as_occasions(candidate)
     if not ob or not oc:
         raise ValueError(f"need at least 1 value per side (baseline {len(ob)}, candidate {len(oc)} occasions)")
-    b, c = np.concatenate(ob), np.concatenate(oc)
+    b, c = pooled(ob), pooled(oc)
     if len(b) < 2 or len(c) < 2:
         raise ValueError(f"need at least 2 values per side (baseline {len(b)}, candidate {len(c)})")
     groups = _history_groups(history)
@@ -400,8 +444,11 @@ def compare_samples(
     )
 
 
-def _history_groups(history) -> list[list[np.ndarray]]:
-    """history as groups of occasions: [] | [occasion values…] | [[occasion values…], …]."""
+def _history_groups(history) -> list[list[np.ndarray] | OccasionArrays]:
+    """history as groups of occasions: [] | [occasion values…] | [[occasion values…], …] | an
+    OccasionArrays (one group)."""
+    if isinstance(history, OccasionArrays):
+        return [history] if len(history) else []
     items = list(history)
     if not items:
         return []

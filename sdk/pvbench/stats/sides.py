@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Callable
 
-from pvbench.stats.compare import CompareSettings, Comparison, compare_many
+from pvbench.stats.compare import CompareSettings, Comparison, OccasionArrays, compare_many
 from pvbench.store.layout import slug
 
 SIDE_FIELDS = ("campaign", "run", "storage_class", "occasion", "role")
@@ -176,7 +176,7 @@ def compare_groups(
     todo, runs, too_few = [], [], []
     for key in sorted(set(base) & set(cand), key=lambda k: tuple(str(x) for x in k)):
         b, c = base[key], cand[key]
-        if sum(map(len, b["occasions"].values())) < min_n or sum(map(len, c["occasions"].values())) < min_n:
+        if _n_values(b["occasions"]) < min_n or _n_values(c["occasions"]) < min_n:
             too_few.append(key)
             continue
         label = dict(zip(keys, key))
@@ -187,8 +187,8 @@ def compare_groups(
             candidate_storage_class=c["storage_class"],
         )
         sides = set(b["occasions"]) | set(c["occasions"])
-        past = [v for occ, v in history[key]["occasions"].items() if occ not in sides] if key in history else []
-        todo.append((label, b["better"], list(b["occasions"].values()), list(c["occasions"].values()), past))
+        past = _others(history[key]["occasions"], sides) if key in history else []
+        todo.append((label, b["better"], _side(b["occasions"]), _side(c["occasions"]), past))
         runs.append(
             {
                 "runs_baseline": len({run for run, _ in b["occasions"]}),
@@ -206,3 +206,20 @@ def compare_groups(
         only_candidate=sorted(set(cand) - set(base), key=str),
         too_few=too_few,
     )
+
+
+# A group's occasions: the mapping (run, occasion) → values of group_values, or the report's
+# OccasionArrays (pvbench.stats.tables), which compare_samples reads without splitting them.
+def _n_values(occasions) -> int:
+    return len(occasions.values) if isinstance(occasions, OccasionArrays) else sum(map(len, occasions.values()))
+
+
+def _side(occasions):
+    return occasions if isinstance(occasions, OccasionArrays) else list(occasions.values())
+
+
+def _others(occasions, keys: set):
+    """The occasions whose (run, occasion) is not in ``keys``."""
+    if isinstance(occasions, OccasionArrays):
+        return occasions.without(keys)
+    return [values for occasion, values in occasions.items() if occasion not in keys]

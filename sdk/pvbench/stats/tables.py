@@ -22,16 +22,17 @@ judge alike.
 from __future__ import annotations
 
 import csv
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations, islice
+from itertools import combinations
 from typing import Callable
 
 import numpy as np
 
 from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
-from pvbench.stats.compare import CompareSettings, describe
+from pvbench.stats.compare import CompareSettings, OccasionArrays, describe
 from pvbench.stats.sides import Side, compare_groups
 
 COLUMNS = [
@@ -89,12 +90,13 @@ COLUMNS = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
     """One campaign × storage class × profile × workload × direction × metric with its headline
-    values by occasion: ``entries`` are (run, occasion, role, started_at epoch, sorted values as a
-    float array), in the order they ran (run, occasion, role). An occasion whose results carry more
-    than one role (rare) has an entry per role."""
+    values by occasion, one entry per occasion in the order they ran (run, occasion, role): its
+    ``runs``, ``occasions``, ``roles`` and ``started`` (epoch of its first value) by entry, and
+    ``values`` (sorted within each entry, entry after entry; ``sizes``: how many each). An
+    occasion whose results carry more than one role (rare) has an entry per role."""
 
     campaign: str
     storage_class: str
@@ -102,7 +104,40 @@ class Cell:
     better: str
     unit: str
     workload_title: str | None
-    entries: list[tuple]
+    runs: list[str]
+    occasions: list[str]
+    roles: list[str | None]
+    started: list[float | None]
+    sizes: np.ndarray
+    values: np.ndarray
+
+    @functools.cached_property
+    def keys(self) -> list[tuple[str, str]]:
+        """Each entry's (run, occasion)."""
+        return list(zip(self.runs, self.occasions))
+
+    @functools.cached_property
+    def pooled(self) -> bool:
+        """Whether an occasion has several entries (roles), which a side pools into one."""
+        return len(set(self.keys)) < len(self.keys)
+
+    def side(self, entries: np.ndarray | None = None) -> OccasionArrays:
+        """The entries picked by the boolean array ``entries`` (all: None) as one side's
+        occasions, an occasion's roles pooled (its entries are next to each other)."""
+        keys, sizes, values = self.keys, self.sizes, self.values
+        if entries is not None and not entries.all():
+            keys = [key for key, picked in zip(keys, entries) if picked]
+            sizes, values = sizes[entries], values[np.repeat(entries, sizes)]
+        if self.pooled and len(set(keys)) < len(keys):  # one occasion, as sides.group_values pools them
+            pooled_keys, pooled_sizes = [], []
+            for key, size in zip(keys, sizes.tolist()):
+                if pooled_keys and pooled_keys[-1] == key:
+                    pooled_sizes[-1] += size
+                else:
+                    pooled_keys.append(key)
+                    pooled_sizes.append(size)
+            keys, sizes = pooled_keys, np.array(pooled_sizes, dtype=np.int64)
+        return OccasionArrays(keys, values, sizes)
 
 
 _CELL = ("campaign", "storage_class", "profile", "workload", "direction", "metric")
@@ -139,7 +174,6 @@ def _cells(con) -> list[Cell]:
         columns = cursor.execute(
             "select run, occasion, role, started_at, len(values) from comparison_entries order by entry"
         ).fetchnumpy()
-        entries = zip(*(column.tolist() for column in columns.values()))  # a masked value (null) as None
         flat = cursor.execute(
             """select value from (
                    select entry, unnest(values) as value, generate_subscripts(values, 1) as i from comparison_entries
@@ -148,13 +182,27 @@ def _cells(con) -> list[Cell]:
     finally:
         cursor.close()
     flat = np.ma.filled(flat, np.nan).astype(float, copy=False)  # a masked array if a value is null
-    cells, start = [], 0
+    runs, occasions, roles, started, sizes = (column.tolist() for column in columns.values())  # null: None
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ends = np.cumsum(sizes)
+    cells, entry = [], 0
     for r in rows:
-        cell_entries = []
-        for run, occasion, role, started_at, size in islice(entries, r[9]):
-            cell_entries.append((run, occasion, role, started_at, flat[start : start + size]))
-            start += size
-        cells.append(Cell(r[0], r[1], r[2:6], r[6], r[7], r[8], cell_entries))
+        n = r[9]
+        first, last = (ends[entry - 1] if entry else 0), (ends[entry + n - 1] if n else 0)
+        cells.append(
+            Cell(
+                *r[0:2],
+                r[2:6],
+                *r[6:9],
+                runs[entry : entry + n],
+                occasions[entry : entry + n],
+                roles[entry : entry + n],
+                started[entry : entry + n],
+                sizes[entry : entry + n],
+                flat[first:last],
+            )
+        )
+        entry += n
     return cells
 
 
@@ -176,26 +224,18 @@ def class_pairs(measured: dict[str, int]) -> list[tuple[str, str]]:
 
 
 def _groups(
-    cells: list[Cell], with_class: bool, side_of: Callable[[tuple], str | None]
+    cells: list[Cell], with_class: bool, side_of: Callable[[Cell], dict[str, np.ndarray | None]]
 ) -> dict[str, dict[tuple, dict]]:
-    """The cells' entries by side, in one pass: ``side_of`` names the side an entry is on (None:
-    on neither). Each side's groups are as compare_groups matches them: by key (with the storage
-    class first when ``with_class``), each with its values by occasion (run × occasion; an
-    occasion's roles pooled, as sides.group_values pools them)."""
+    """The cells' entries by side: ``side_of`` picks each side's entries of a cell (a boolean
+    array; None: all of them). Each side's groups are as compare_groups matches them: by key
+    (with the storage class first when ``with_class``), each with its occasions (Cell.side)."""
     sides: dict[str, dict[tuple, dict]] = {}
     for cell in cells:
-        by_side: dict[str, dict[tuple, np.ndarray]] = {}
-        for entry in cell.entries:
-            side = side_of(entry)
-            if side is None:
+        for side, entries in side_of(cell).items():
+            if entries is not None and not entries.any():
                 continue
-            occasions = by_side.setdefault(side, {})
-            occasion = entry[:2]
-            values = occasions.get(occasion)
-            occasions[occasion] = entry[4] if values is None else np.concatenate((values, entry[4]))
-        for side, occasions in by_side.items():
             sides.setdefault(side, {})[(cell.storage_class, *cell.key) if with_class else cell.key] = {
-                "occasions": occasions,
+                "occasions": cell.side(entries),
                 "better": cell.better,
                 "unit": cell.unit,
                 "workload_title": cell.workload_title,
@@ -209,7 +249,7 @@ def _last_two_runs(cells: list[Cell]) -> tuple[str, str, set[str]] | None:
     time last, then by name) and its earlier runs, or None with fewer than two runs."""
     started: dict[str, float | None] = {}
     for cell in cells:
-        for run, _, _, at, _ in cell.entries:
+        for run, at in zip(cell.runs, cell.started):
             if at is not None and (started.get(run) is None or at < started[run]):
                 started[run] = at
             else:
@@ -220,6 +260,14 @@ def _last_two_runs(cells: list[Cell]) -> tuple[str, str, set[str]] | None:
     return ordered[-2], ordered[-1], set(ordered[:-2])
 
 
+def _by_label(labels: list, sides: dict) -> dict[str, np.ndarray]:
+    """Each side's entries: those whose label ``sides`` maps to it (a label it lacks: none)."""
+    names = sorted(set(sides.values()))
+    number = {label: names.index(side) for label, side in sides.items()}
+    numbers = np.fromiter((number.get(label, -1) for label in labels), dtype=np.int64, count=len(labels))
+    return {side: numbers == i for i, side in enumerate(names)}
+
+
 def comparison_families(cells: list[Cell]):
     """Yield (kind, campaign, baseline label, candidate label, storage class or None, baseline
     groups, candidate groups, history groups: the class's occasions on neither side)."""
@@ -228,15 +276,17 @@ def comparison_families(cells: list[Cell]):
         by_campaign[cell.campaign][cell.storage_class].append(cell)
     for campaign, by_class in sorted(by_campaign.items()):
         whole = {
-            sc: _groups(class_cells, False, lambda e: "all").get("all", {}) for sc, class_cells in by_class.items()
+            sc: _groups(class_cells, False, lambda cell: {"all": None}).get("all", {})
+            for sc, class_cells in by_class.items()
         }
-        measured = {sc: sum(len(e[4]) for c in class_cells for e in c.entries) for sc, class_cells in by_class.items()}
+        measured = {sc: sum(len(c.values) for c in class_cells) for sc, class_cells in by_class.items()}
         for a, b in class_pairs(measured):
             yield "storage_class", campaign, a, b, None, whole[a], whole[b], {}
         for sc, class_cells in sorted(by_class.items()):
-            roles = {entry[2] for cell in class_cells for entry in cell.entries}
+            roles = {role for cell in class_cells for role in cell.roles}
             if {"baseline", "candidate"} <= roles:
-                sides = _groups(class_cells, True, lambda e: e[2] if e[2] in ("baseline", "candidate") else "history")
+                role_sides = {role: "history" for role in roles} | {"baseline": "baseline", "candidate": "candidate"}
+                sides = _groups(class_cells, True, lambda cell: _by_label(cell.roles, role_sides))
                 yield (
                     "role",
                     campaign,
@@ -251,7 +301,7 @@ def comparison_families(cells: list[Cell]):
             if runs is not None:
                 prev, last, earlier = runs
                 side = {prev: "baseline", last: "candidate", **dict.fromkeys(earlier, "history")}
-                sides = _groups(class_cells, True, lambda e: side.get(e[0]))
+                sides = _groups(class_cells, True, lambda cell: _by_label(cell.runs, side))
                 yield (
                     "run",
                     campaign,
