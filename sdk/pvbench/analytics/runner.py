@@ -179,8 +179,9 @@ def install_metrics(con: duckdb.DuckDBPyConnection) -> None:
 def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Which of the compacted documents count; returns the left-out ones as SKIPPED_COLUMNS rows.
 
-    Reads ``compact_documents`` (every result.json of the selected runs, as compacted) and makes
-    ``counted_documents`` (source_key). A document that is unreadable, invalid or of another schema
+    Reads ``compact_documents`` (every result.json of the selected runs, as compacted) and, when
+    a document is elsewhere than its identity's key, makes ``counted_documents`` (source_key,
+    cell_key: the ones counted). A document that is unreadable, invalid or of another schema
     version is left out with its reason instead of failing the campaign. Each cell identity is
     counted once: a copy of a result under a second key (the same campaign/run/occasion/storage
     class/profile/workload/rep inside) is left out, the copy at the key the layout gives that
@@ -197,17 +198,15 @@ def select_documents(con: duckdb.DuckDBPyConnection) -> list[dict]:
     misplaced = con.execute(
         "SELECT count(*) FROM compact_documents WHERE problem IS NULL AND source_key <> cell_key"
     ).fetchone()[0]
-    con.execute(f"""
-        CREATE OR REPLACE TABLE counted_documents AS
-        SELECT source_key, cell_key FROM compact_documents WHERE problem IS NULL
-        {"QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY source_key = cell_key DESC, source_key) = 1" if misplaced else ""}""")
-    duplicates = (
+    duplicates = []
+    if misplaced:  # (counted_documents is read only where a copy is left out: none is when none is misplaced)
         con.execute("""
+            CREATE OR REPLACE TABLE counted_documents AS
+            SELECT source_key, cell_key FROM compact_documents WHERE problem IS NULL
+            QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY source_key = cell_key DESC, source_key) = 1""")
+        duplicates = con.execute("""
             SELECT d.source_key, c.source_key FROM compact_documents d JOIN counted_documents c USING (cell_key)
             WHERE d.problem IS NULL AND d.source_key <> c.source_key""").fetchall()
-        if misplaced
-        else []
-    )
     for key, keep in duplicates:
         skipped.append(
             {
