@@ -46,10 +46,12 @@ stats as (
     group by campaign, storage_class, profile, workload, direction, metric
 ),
 quartiles as (
+    -- the values alone unnested, not the observations' structs (a fifth of the quartiles' time)
     select
         campaign, storage_class, profile, workload, direction, metric,
-        quantile_cont(o.value, [0.5, 0.25, 0.75]) as q
-    from (select campaign, storage_class, profile, workload, direction, metric, unnest(observations) as o
+        quantile_cont(value, [0.5, 0.25, 0.75]) as q
+    from (select campaign, storage_class, profile, workload, direction, metric,
+                 unnest(list_transform(observations, o -> o.value)) as value
           from occasion_measurements)
     group by campaign, storage_class, profile, workload, direction, metric
 ),
