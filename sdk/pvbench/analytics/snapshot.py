@@ -386,9 +386,8 @@ def _create(
             typed = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in {**fixed, **WHERE_COLUMNS}.items())
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {typed} FROM ({union})")
             con.execute(f"SELECT count(*) FROM {table}").fetchone()  # the files are there (else IOException)
-        elif (
-            fixed is not None
-        ):  # small (failures; many runs' documents, read once), typed even when no compact has the file
+        elif fixed is not None:
+            # small (failures; many runs' documents: read once), and typed even when no compact has the file
             columns = {**fixed, **WHERE_COLUMNS}
             con.execute(f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{n} {t}' for n, t in columns.items())})")
             if parts:
