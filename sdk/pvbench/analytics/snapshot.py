@@ -379,19 +379,19 @@ def _create(
         if kept is not None and (rows := kept.select(table.removeprefix("compact_"), own)) is not None:
             parts.append(rows)  # compacted by this aggregation: its tables, not its files read back
         union = " UNION ALL BY NAME ".join(parts)
-        if fixed is not None and parts and table == "compact_documents" and from_files <= SNAPSHOT_LAG:
-            # the documents of a campaign read from its snapshot: a view, typed. Reading them is a
-            # few scans of a column or two (runner.select_documents), where copying every row of
-            # 100,000 keys into a table was 0.16 s of every addition to such a campaign
-            typed = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in {**fixed, **WHERE_COLUMNS}.items())
-            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {typed} FROM ({union})")
-            con.execute(f"SELECT count(*) FROM {table}").fetchone()  # the files are there (else IOException)
-        elif fixed is not None:
-            # small (failures; many runs' documents: read once), and typed even when no compact has the file
+        if fixed is not None:  # typed even when no compact has the file
             columns = {**fixed, **WHERE_COLUMNS}
-            con.execute(f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{n} {t}' for n, t in columns.items())})")
-            if parts:
-                con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ({union})")
+            if parts and table == "compact_documents" and from_files <= SNAPSHOT_LAG:
+                # a campaign's documents read from its snapshot: a view. Reading them is a few scans
+                # of a column or two (runner.select_documents), where copying every row of 100,000
+                # keys into a table was 0.16 s of every addition to such a campaign
+                typed = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns.items())
+                con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {typed} FROM ({union})")
+                con.execute(f"SELECT count(*) FROM {table}").fetchone()  # the files are there (else IOException)
+            else:  # small (failures), or many runs' own documents: read once into a table
+                con.execute(f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{n} {t}' for n, t in columns.items())})")
+                if parts:
+                    con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ({union})")
         else:  # a view: each model reads the columns it needs, nothing is copied
             con.execute(f"CREATE OR REPLACE VIEW {table} AS {union}")
             con.execute(f"SELECT count(*) FROM {table}").fetchone()  # the files are there (else IOException)

@@ -81,7 +81,7 @@ def _core_commands() -> set[str]:
     for group in app.registered_groups:
         if not group.name:  # a sub-app added without a name: its commands are top-level
             sub = group.typer_instance
-            names |= {c.name or c.callback.__name__.replace("_", "-") for c in sub.registered_commands}
+            names |= {c.name or typer.main.get_command_name(c.callback.__name__) for c in sub.registered_commands}
             names |= {g.name for g in sub.registered_groups if g.name}
     return names
 

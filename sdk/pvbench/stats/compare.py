@@ -264,16 +264,19 @@ class OccasionArrays:
     def __iter__(self):
         return iter(self.keys)
 
-    def without(self, keys: set) -> OccasionArrays:
-        """The occasions whose key is not in ``keys``."""
-        kept = np.fromiter((key not in keys for key in self.keys), dtype=bool, count=len(self.keys))
-        if kept.all():
+    def select(self, picked: np.ndarray) -> OccasionArrays:
+        """The occasions where the boolean array ``picked`` is true, their values with them."""
+        if picked.all():
             return self
         return OccasionArrays(
-            [key for key, keep in zip(self.keys, kept) if keep],
-            self.values[np.repeat(kept, self.sizes)],
-            self.sizes[kept],
+            [key for key, keep in zip(self.keys, picked) if keep],
+            self.values[np.repeat(picked, self.sizes)],
+            self.sizes[picked],
         )
+
+    def without(self, keys: set) -> OccasionArrays:
+        """The occasions whose key is not in ``keys``."""
+        return self.select(np.fromiter((key not in keys for key in self.keys), dtype=bool, count=len(self.keys)))
 
 
 def as_occasions(side: Iterable) -> list[np.ndarray] | OccasionArrays:

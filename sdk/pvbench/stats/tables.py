@@ -124,20 +124,19 @@ class Cell:
     def side(self, entries: np.ndarray | None = None) -> OccasionArrays:
         """The entries picked by the boolean array ``entries`` (all: None) as one side's
         occasions, an occasion's roles pooled (its entries are next to each other)."""
-        keys, sizes, values = self.keys, self.sizes, self.values
-        if entries is not None and not entries.all():
-            keys = [key for key, picked in zip(keys, entries) if picked]
-            sizes, values = sizes[entries], values[np.repeat(entries, sizes)]
-        if self.pooled and len(set(keys)) < len(keys):  # one occasion, as sides.group_values pools them
-            pooled_keys, pooled_sizes = [], []
-            for key, size in zip(keys, sizes.tolist()):
-                if pooled_keys and pooled_keys[-1] == key:
-                    pooled_sizes[-1] += size
-                else:
-                    pooled_keys.append(key)
-                    pooled_sizes.append(size)
-            keys, sizes = pooled_keys, np.array(pooled_sizes, dtype=np.int64)
-        return OccasionArrays(keys, values, sizes)
+        side = OccasionArrays(self.keys, self.values, self.sizes)
+        if entries is not None:
+            side = side.select(entries)
+        if not self.pooled or len(set(side.keys)) == len(side.keys):
+            return side
+        keys, sizes = [], []  # an occasion's entries as one occasion, as sides.group_values pools them
+        for key, size in zip(side.keys, side.sizes.tolist()):
+            if keys and keys[-1] == key:
+                sizes[-1] += size
+            else:
+                keys.append(key)
+                sizes.append(size)
+        return OccasionArrays(keys, side.values, np.array(sizes, dtype=np.int64))
 
 
 _CELL = ("campaign", "storage_class", "profile", "workload", "direction", "metric")
