@@ -1,0 +1,173 @@
+"""Where an aggregation's time goes, in parts each timed on its own (a script, not a timed test).
+
+docs/aggregation.md (*Where it still falls short*) says what an addition and a full aggregation
+spend their time on; this prints those parts on the machine it runs on:
+
+  imports     each in a fresh interpreter, the median of --repeat: Python alone, then what an
+              aggregation imports (pvbench's CLI and its aggregation, DuckDB, the result schema's
+              pydantic models, NumPy, scipy.special) and, for contrast, scipy.stats (which no
+              aggregation imports); each also shown beyond what it needs first
+  documents   one run's 1,000 result.json (ci/bench_aggregate.py's synthetic copies of one real
+              fio result), per document: reading its bytes from a local store, json.loads, and
+              the compactor's validation (compact.validate: pydantic)
+  compaction  one batch of --batch documents through DuckDB with one thread, as a full
+              aggregation compacts each batch (runner.refresh_compacts): every model of the
+              compact, the split of its tables into each run's files, the documents table
+
+Usage: .venv/bin/python ci/bench_fixed_costs.py [--repeat 5] [--batch 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_aggregate import CAMPAIGN, PER_RUN, REPO, byte_compile, template_document, write_runs  # noqa: E402
+
+from pvbench.analytics import compact, runner  # noqa: E402
+from pvbench.store import LocalStore  # noqa: E402
+
+# (what, the import statement, the row it is measured beyond)
+IMPORTS = [
+    ("Python alone", "pass", None),
+    ("pvbench.cli.main (the command)", "import pvbench.cli.main", "Python alone"),
+    (
+        "… and pvbench.pipeline.tables (aggregate)",
+        "import pvbench.cli.main, pvbench.pipeline.tables",
+        "pvbench.cli.main (the command)",
+    ),
+    ("duckdb", "import duckdb", "Python alone"),
+    ("pvbench.results.schema (pydantic)", "import pvbench.results.schema", "Python alone"),
+    ("numpy", "import numpy", "Python alone"),
+    ("numpy, scipy.special (every aggregation)", "import numpy, scipy.special", "numpy"),
+    ("numpy, scipy.stats (no aggregation)", "import numpy, scipy.stats", "numpy"),
+]
+
+
+def import_times(repeat: int) -> dict[str, float]:
+    """Each import's median wall time in a fresh interpreter, the rows interleaved round by round."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as the pvbench command sets it
+    measured: dict[str, list[float]] = {what: [] for what, _, _ in IMPORTS}
+    for _ in range(repeat):
+        for what, statement, _ in IMPORTS:
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", statement], check=True, env=env)
+            measured[what].append(time.perf_counter() - started)
+    return {what: statistics.median(times) for what, times in measured.items()}
+
+
+def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
+    """Per document of one run: reading, json.loads, validation (the medians of ``repeat``)."""
+    import json
+
+    keys = [o.key for listing in compact.iter_runs(store, CAMPAIGN) for o in listing.objects][:PER_RUN]
+    contents = [store.get_bytes(k) for k in keys]
+    ways = {
+        "read the bytes (local store)": lambda: [store.get_bytes(k) for k in keys],
+        "json.loads": lambda: [json.loads(c) for c in contents],
+        "validate (pydantic, as the compactor does)": lambda: [compact.validate(c) for c in contents],
+    }
+    out = {}
+    for what, way in ways.items():
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            way()
+            times.append(time.perf_counter() - started)
+        out[what] = statistics.median(times) / len(keys)
+    return out
+
+
+def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
+    """One batch of every run in ``store`` through the compaction, step by step, on one DuckDB
+    thread (the medians of ``repeat`` passes)."""
+    models, _ = runner.compaction_models(runner.discover_models(runner.analytics_dir()))
+    reads = [compact.read_run(store, listing) for listing in compact.iter_runs(store, CAMPAIGN)]
+    measured: dict[str, list[float]] = {}
+    try:
+        for _ in range(repeat):
+            con = runner.connect()
+            con.execute("SET threads = 1")
+            con.execute("SET preserve_insertion_order = false")
+            runner.install_metrics(con)
+            con.execute("SET VARIABLE result_files = ?", [[str(r.batch) for r in reads]])
+            steps = [(f"model {m.name}", lambda m=m: con.execute(m.statement)) for m in models]
+            steps += [
+                ("split into each run's files", lambda: compact._split_tables(con, reads)),
+                ("documents table", lambda: compact._documents(con, reads)),
+            ]
+            for what, step in steps:
+                started = time.perf_counter()
+                step()
+                measured.setdefault(what, []).append(time.perf_counter() - started)
+            con.close()
+            for r in reads:  # the split moved its files into the runs' folders: gone for the next pass
+                for table in compact.COMPACT_TABLES:
+                    Path(r.folder, compact.compact_table_file(table)).unlink(missing_ok=True)
+                Path(r.folder, compact.COMPACT_DOCUMENTS_FILE).unlink(missing_ok=True)
+    finally:
+        for r in reads:
+            r.cleanup()
+    return {what: statistics.median(times) for what, times in measured.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="passes of each measurement (medians shown)")
+    parser.add_argument(
+        "--batch", type=int, default=10_000, help="documents compacted at once (a full aggregation's batch)"
+    )
+    args = parser.parse_args()
+    console = Console(width=max(120, Console().width))
+    byte_compile(REPO / "sdk")
+
+    imports = import_times(args.repeat)
+    table = Table(title=f"Imports: a fresh interpreter each, median of {args.repeat}")
+    for column in ("import", "wall", "beyond", "beyond what"):
+        table.add_column(column, justify="right" if column in ("wall", "beyond") else "left")
+    for what, _, beyond in IMPORTS:
+        extra = f"{imports[what] - imports[beyond]:.2f} s" if beyond else ""
+        table.add_row(what, f"{imports[what]:.2f} s", extra, beyond or "")
+    console.print(table)
+
+    with tempfile.TemporaryDirectory(prefix="pvbench-fixed-costs-") as tmp:
+        work = Path(tmp)
+        (work / "fio").mkdir()
+        template = template_document(work / "fio")
+        store = LocalStore(work / "store")
+        write_runs(store, template, 0, max(1, args.batch // PER_RUN))
+
+        documents = document_times(store, args.repeat)
+        table = Table(title=f"Per document, one run of {PER_RUN:,} (median of {args.repeat})")
+        for column in ("step", "per document", "per 100,000"):
+            table.add_column(column, justify="left" if column == "step" else "right")
+        for what, seconds in documents.items():
+            table.add_row(what, f"{seconds * 1e6:.0f} µs", f"{seconds * 100_000:.2f} s")
+        console.print(table)
+
+        steps = compaction_times(store, args.repeat)
+        total = sum(steps.values())
+        documents_in_batch = max(1, args.batch // PER_RUN) * PER_RUN
+        table = Table(
+            title=f"Compacting one batch of {documents_in_batch:,} documents, one DuckDB thread (median of {args.repeat})"
+        )
+        for column in ("step", "wall", "share"):
+            table.add_column(column, justify="left" if column == "step" else "right")
+        for what, seconds in steps.items():
+            table.add_row(what, f"{seconds:.3f} s", f"{seconds / total:.0%}")
+        table.add_row("all", f"{total:.3f} s", f"{total / documents_in_batch * 100_000:.1f} s per 100,000 documents")
+        console.print(table)
+
+
+if __name__ == "__main__":
+    main()
