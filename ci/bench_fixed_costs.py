@@ -20,6 +20,7 @@ Usage: .venv/bin/python ci/bench_fixed_costs.py [--repeat 5] [--batch 10000]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -68,8 +69,6 @@ def import_times(repeat: int) -> dict[str, float]:
 
 def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
     """Per document of one run: reading, json.loads, validation (the medians of ``repeat``)."""
-    import json
-
     keys = [o.key for listing in compact.iter_runs(store, CAMPAIGN) for o in listing.objects][:PER_RUN]
     contents = [store.get_bytes(k) for k in keys]
     ways = {
@@ -110,11 +109,7 @@ def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
                 started = time.perf_counter()
                 step()
                 measured.setdefault(what, []).append(time.perf_counter() - started)
-            con.close()
-            for r in reads:  # the split moved its files into the runs' folders: gone for the next pass
-                for table in compact.COMPACT_TABLES:
-                    Path(r.folder, compact.compact_table_file(table)).unlink(missing_ok=True)
-                Path(r.folder, compact.COMPACT_DOCUMENTS_FILE).unlink(missing_ok=True)
+            con.close()  # the next pass's split replaces the files this one put in the runs' folders
     finally:
         for r in reads:
             r.cleanup()

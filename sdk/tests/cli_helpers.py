@@ -1,4 +1,4 @@
-"""Run the ``pvbench`` command as a user would: the one helper every test that calls the CLI uses."""
+"""Run the ``pvbench`` command as a user would (the one helper every test that calls the CLI uses), and the repository's ``ci/`` scripts."""
 
 from __future__ import annotations
 
@@ -15,3 +15,14 @@ PVBENCH_SCRIPT = str(Path(sys.executable).parent / "pvbench")
 def pvbench(*args: str | Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
     """``pvbench ARGS…`` in a subprocess, its output captured as text; never raises for an exit code."""
     return subprocess.run([*PVBENCH, *map(str, args)], capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ci_script(name: str, *args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``ci/NAME ARGS…`` (a benchmark script of the repository) run end to end, its output captured
+    as text; never raises for an exit code."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "ci" / name), *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )

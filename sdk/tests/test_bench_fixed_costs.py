@@ -1,19 +1,10 @@
 """ci/bench_fixed_costs.py runs end to end (its timings are not checked: a script, not a timed test)."""
 
-import subprocess
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
+from cli_helpers import ci_script
 
 
 def test_the_fixed_costs_benchmark_prints_every_part():
-    done = subprocess.run(
-        [sys.executable, str(REPO / "ci" / "bench_fixed_costs.py"), "--repeat", "1", "--batch", "1000"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = ci_script("bench_fixed_costs.py", "--repeat", "1", "--batch", "1000")
     assert done.returncode == 0, done.stderr[-3000:]
     for part in (
         "scipy.special (every aggregation)",
