@@ -3,7 +3,8 @@
     validate ─▶ expand ─┬▶ benchmark-cell × cells (withParam, one pod each)     ─┬▶ adaptive (if adaptive-target is set)
                         └▶ client-cell × client-cells (a profile with multi-client tests) ─┘
     client-cell:  barrier (daemon) ─▶ fio-client × N (withSequence, own PVC each) ─▶ merge-clients
-    exit handler, whatever happened: cleanup (stuck cell pods) ─▶ aggregate ─▶ report (unless build-report is false)
+    exit handler, whatever happened: cleanup (stuck cell pods) ─▶ publish, under the campaign's mutex:
+                                     aggregate ─▶ report (unless build-report is false)
 
     adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next, client-cell × next-clients ─▶ adaptive (round + 1)
 
@@ -286,7 +287,7 @@ with WorkflowTemplate(
     # One run at a time per node selection: runs with the same node-value (every CronWorkflow
     # occasion, every Sensor candidate, the UI's runs) queue for this mutex, so no two runs
     # disturb each other's numbers. Waiting for it counts against no deadline.
-    synchronization=m.Synchronization(mutexes=[m.Mutex(name="pvbench-node-" + WF("node-value"))]),
+    synchronization=m.Synchronization(mutexes=[m.Mutex(name=c.NODE_MUTEX_PREFIX + WF("node-value"))]),
     # A finished cell's pod goes at once, and its ephemeral PVC (owned by the pod) with it: the
     # volume is freed, and a cloud disk stops being billed, while the run goes on. Its log
     # stays in the artifact repository (archiveLogs), where the Argo UI shows it.
@@ -1000,8 +1001,16 @@ with WorkflowTemplate(
     # v3.7's controller records an exit-handler task it could not start yet as a child without
     # a node, and then exits fatally ("was unable to get child node name", argo-workflows
     # #14392); one task at a time never reaches that limit.
-    with DAG(name="finish", fail_fast=False):
-        t_cleanup = Task(name="cleanup", template=cleanup)
+    # aggregate ─▶ report hold the campaign's mutex: two runs of one campaign that finish together
+    # (different node-values: each holds its own node's mutex) would otherwise both read the
+    # campaign's compacts before either had written its own, and the tables and the report stored
+    # last would lack the other run until the campaign's next run. In turn, the second reads the
+    # first's compact; its tables and report are the campaign's with both runs.
+    with DAG(
+        name="publish",
+        fail_fast=False,
+        synchronization=m.Synchronization(mutexes=[m.Mutex(name=c.CAMPAIGN_MUTEX_PREFIX + CAMPAIGN_KEY)]),
+    ) as publish:
         t_aggregate = Task(name="aggregate", template=aggregate)
         t_report = Task(
             name="report",
@@ -1009,8 +1018,12 @@ with WorkflowTemplate(
             when=f"'{WF('build-report')}' == 'true'",
             arguments=[Artifact(name="analytics", from_="{{tasks.aggregate.outputs.artifacts.analytics}}")],
         )
-        # aggregate whether or not cleanup managed (a cleanup error must not lose the report)
-        t_aggregate.depends = "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
         t_aggregate >> t_report
+
+    with DAG(name="finish", fail_fast=False):
+        t_cleanup = Task(name="cleanup", template=cleanup)
+        t_publish = Task(name="publish", template=publish)
+        # aggregate whether or not cleanup managed (a cleanup error must not lose the report)
+        t_publish.depends = "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
 
 MANIFESTS = [wt]

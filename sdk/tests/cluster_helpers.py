@@ -321,6 +321,29 @@ def workflow(name: str) -> dict:
     return require_kube().json("get", "workflow", name)
 
 
+def hold_mutex(mutex: str) -> str:
+    """A Workflow of one suspend step (no pod) that takes the namespace's Argo mutex ``mutex`` and
+    keeps it until ``argo resume``; its name, once the controller has given it the mutex."""
+    k = require_kube()
+    wf = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "pvbench-holder-", "namespace": NAMESPACE},
+        "spec": {
+            "entrypoint": "hold",
+            "templates": [{"name": "hold", "suspend": {}, "synchronization": {"mutexes": [{"name": mutex}]}}],
+        },
+    }
+    name = k.run("create", "-f", "-", "-o", "name", input=json.dumps(wf)).stdout.strip().split("/", 1)[1]
+
+    def holding() -> bool:
+        held = ((workflow(name).get("status") or {}).get("synchronization") or {}).get("mutex") or {}
+        return any(h.get("mutex", "").endswith(f"/Mutex/{mutex}") for h in held.get("holding") or [])
+
+    wait_until(f"{name} holds mutex {mutex}", holding, 60)
+    return name
+
+
 def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "Failed", "Error")) -> dict:
     """Until the workflow is in one of `phases`; the workflow. Fails with its nodes' messages."""
     deadline = time.monotonic() + timeout

@@ -135,23 +135,31 @@ def test_benchmark_template_shape():
     # children), one run at a time per node selection, cell pods gone as they finish.
     assert "parallelism" not in spec
     assert tpl["main"]["parallelism"] == 1 and tpl["adaptive"]["parallelism"] == 1
-    assert spec["synchronization"]["mutexes"][0]["name"] == "pvbench-node-{{workflow.parameters.node-value}}"
+    assert spec["synchronization"]["mutexes"] == [{"name": "pvbench-node-{{workflow.parameters.node-value}}"}]
     assert spec["podGC"] == {
         "strategy": "OnPodCompletion",
         "labelSelector": {"matchLabels": {"pvbench.io/component": "benchmark"}},
     }
     assert cell["metadata"]["labels"] == {"pvbench.io/component": "benchmark"}
     assert cell["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    # The exit handler: cleanup of pods left pending, aggregate (with Argo's failures) -> report.
+    # The exit handler: cleanup of pods left pending, then publish: aggregate (with Argo's
+    # failures) -> report, holding the campaign's mutex (named by the campaign's key, as the store's
+    # keys are), so runs of one campaign on different nodes publish in turn.
     assert spec["onExit"] == "finish"
     finish = {t["name"]: t for t in tpl["finish"]["dag"]["tasks"]}
-    assert set(finish) == {"cleanup", "aggregate", "report"} and finish["report"]["depends"] == "aggregate"
+    assert set(finish) == {"cleanup", "publish"} and finish["publish"]["template"] == "publish"
+    assert finish["publish"]["depends"] == "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
+    assert "when" not in finish["publish"] and "when" not in finish["cleanup"]
+    publish = {t["name"]: t for t in tpl["publish"]["dag"]["tasks"]}
+    assert set(publish) == {"aggregate", "report"} and publish["report"]["depends"] == "aggregate"
+    assert tpl["publish"]["synchronization"] == {
+        "mutexes": [{"name": "pvbench-campaign-{{=lower(workflow.parameters.campaign)}}"}]
+    }
     # build-report=false skips only the report: the run's tables still land
-    assert finish["report"]["when"] == "'{{workflow.parameters.build-report}}' == 'true'"
-    assert "when" not in finish["aggregate"] and "when" not in finish["cleanup"]
+    assert publish["report"]["when"] == "'{{workflow.parameters.build-report}}' == 'true'"
+    assert "when" not in publish["aggregate"]
     [build_report] = [p for p in spec["arguments"]["parameters"] if p["name"] == "build-report"]
     assert build_report["value"] == "true" and build_report["enum"] == ["true", "false"]
-    assert finish["aggregate"]["depends"] == "cleanup.Succeeded || cleanup.Failed || cleanup.Errored"
     assert "pvbench.io/component=benchmark" in " ".join(tpl["cleanup"]["resource"]["flags"])
     assert tpl["cleanup"]["serviceAccountName"] == "pvbench-cleanup"
     assert "{{workflow.failures}}" in tpl["aggregate"]["container"]["args"]

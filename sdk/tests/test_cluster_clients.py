@@ -10,8 +10,24 @@ from __future__ import annotations
 import json
 
 import pytest
-from cluster_helpers import BUCKET, QUICK, WatchedRun, describe, installed_release, nodes, pod_minio, require_kube
+from cluster_helpers import (
+    BUCKET,
+    QUICK,
+    RUN_TIMEOUT,
+    WatchedRun,
+    argo,
+    describe,
+    hold_mutex,
+    installed_release,
+    nodes,
+    pod_minio,
+    require_kube,
+    wait_until,
+    wait_workflow,
+    workflow,
+)
 
+from pvbench.argo.conventions import CAMPAIGN_MUTEX_PREFIX
 from pvbench.fio.merge import read_clients_raw
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, compact_prefix, report_prefix, results_prefix
@@ -41,7 +57,33 @@ def run() -> WatchedRun:
         # saves CI a 1-2 min Evidence build under the node's mutex, and proves the skip
         "build-report": "false",
     }
-    return WatchedRun(params, "pvbench-clients-")
+    # Another holder of the campaign's mutex (as a run of this campaign on other nodes would be,
+    # publishing): the run's aggregate must wait for it. Released once the run is seen waiting (or
+    # has ended without waiting: the test says so); deleted whatever happens, which releases it.
+    holder = hold_mutex(CAMPAIGN_MUTEX_PREFIX + CAMPAIGN)
+    try:
+        watched = WatchedRun(params, "pvbench-clients-")
+        watched.seen = wait_until(
+            f"{watched.name}'s publish waiting for its campaign's mutex",
+            lambda: _publish_waiting_or_ended(workflow(watched.name)),
+            RUN_TIMEOUT,
+        )
+        argo("resume", holder)
+        watched.holder = wait_workflow(holder, timeout=120)
+    finally:
+        require_kube().delete("workflow", holder)
+    return watched
+
+
+def _publish_waiting_or_ended(wf: dict) -> tuple[dict, dict | None] | None:
+    """(the workflow, its publish node) while that node waits for a lock; (the workflow, None) if
+    the run ended first; None until either."""
+    for node in nodes(wf):
+        if node.get("templateName") == "publish" and (node.get("synchronizationStatus") or {}).get("waiting"):
+            return wf, node
+    if (wf.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error"):
+        return wf, None
+    return None
 
 
 def _by_template(wf: dict) -> dict[str, list[dict]]:
@@ -64,6 +106,24 @@ def _results(name: str) -> dict[int, tuple[str, ResultDocument]]:
         doc = ResultDocument.from_json(minio.client().get_object(BUCKET, key).read())
         docs[doc.workload.clients] = (key, doc)
     return docs
+
+
+def test_aggregate_and_report_wait_for_the_campaigns_mutex(run):
+    """Two runs of one campaign on different nodes (each holds its own node's mutex) add
+    themselves to the campaign's tables in turn: the exit handler's publish (aggregate, then
+    report) holds the campaign's mutex, named from the campaign's key, so a run's aggregate reads
+    the compacts of every run that published before it. Here another holder had it first."""
+    wf_then, waiting = run.seen
+    assert waiting is not None, "the run ended without waiting for the mutex:\n" + describe(wf_then)
+    assert waiting["phase"] == "Pending", describe(wf_then)
+    assert waiting["synchronizationStatus"]["waiting"] == f"pvbench/Mutex/{CAMPAIGN_MUTEX_PREFIX}{CAMPAIGN}"
+    assert not [n for n in nodes(wf_then) if n.get("templateName") == "aggregate"], describe(wf_then)
+    wf = run.workflow
+    assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    released = run.holder["status"]["finishedAt"]
+    [aggregate] = [n for n in nodes(wf) if n.get("templateName") == "aggregate" and n["type"] == "Pod"]
+    assert aggregate["startedAt"] >= released, (aggregate["startedAt"], released)
+    assert not (wf["status"].get("synchronization") or {}).get("mutex", {}).get("holding"), "every mutex released"
 
 
 def test_each_client_is_a_pod_with_its_own_volume_behind_the_barrier(run):

@@ -39,6 +39,12 @@ REPORT_IMAGE = "ghcr.io/pvbench/pvbench-report:0.1.0"
 RUN_AS_USER = 10001
 
 # Labels.
+# Argo mutexes (namespace-wide). A run holds its node selection's for all of its life: runs on
+# the same nodes take turns. Its exit handler's aggregate ─▶ report holds its campaign's: runs of
+# one campaign on different nodes add themselves to the campaign's tables one after the other.
+NODE_MUTEX_PREFIX = "pvbench-node-"  # + the node-value
+CAMPAIGN_MUTEX_PREFIX = "pvbench-campaign-"  # + the campaign's key (its lowercase slug)
+
 LABEL_PREFIX = "pvbench.io"
 LABEL_ROLE = f"{LABEL_PREFIX}/role"  # baseline | candidate | adhoc
 LABEL_OCCASION = f"{LABEL_PREFIX}/occasion"  # weekday-office | weekday-night | weekend | adhoc
