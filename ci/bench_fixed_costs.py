@@ -10,9 +10,11 @@ spend their time on; this prints those parts on the machine it runs on:
   documents   one run's 1,000 result.json (ci/bench_aggregate.py's synthetic copies of one real
               fio result), per document: reading its bytes from a local store, json.loads, and
               the compactor's validation (compact.validate: pydantic)
-  compaction  one batch of --batch documents through DuckDB with one thread, as a full
-              aggregation compacts each batch (runner.refresh_compacts): every model of the
-              compact, the split of its tables into each run's files, the documents table
+  compaction  one batch of --batch documents through DuckDB, set up and stepped as a full
+              aggregation compacts each batch (runner.prepare_compaction: one DuckDB thread fewer
+              than the process may use, one on 2 cores; compact.compaction_steps): every model of
+              the compact, the split of its tables into each run's files (a batch of two runs or
+              more), the documents table
 
 Usage: .venv/bin/python ci/bench_fixed_costs.py [--repeat 5] [--batch 10000]
 """
@@ -88,24 +90,16 @@ def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
 
 
 def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
-    """One batch of every run in ``store`` through the compaction, step by step, on one DuckDB
-    thread (the medians of ``repeat`` passes)."""
+    """One batch of every run in ``store`` through the compaction, step by step, as a full
+    aggregation compacts it (the medians of ``repeat`` passes)."""
     models, _ = runner.compaction_models(runner.discover_models(runner.analytics_dir()))
     reads = [compact.read_run(store, listing) for listing in compact.iter_runs(store, CAMPAIGN)]
     measured: dict[str, list[float]] = {}
     try:
         for _ in range(repeat):
             con = runner.connect()
-            con.execute("SET threads = 1")
-            con.execute("SET preserve_insertion_order = false")
-            runner.install_metrics(con)
-            con.execute("SET VARIABLE result_files = ?", [[str(r.batch) for r in reads]])
-            steps = [(f"model {m.name}", lambda m=m: con.execute(m.statement)) for m in models]
-            steps += [
-                ("split into each run's files", lambda: compact._split_tables(con, reads)),
-                ("documents table", lambda: compact._documents(con, reads)),
-            ]
-            for what, step in steps:
+            runner.prepare_compaction(con, many_runs=True)  # as a full aggregation compacts a batch
+            for what, step in compact.compaction_steps(con, reads, models):
                 started = time.perf_counter()
                 step()
                 measured.setdefault(what, []).append(time.perf_counter() - started)
@@ -154,7 +148,8 @@ def main() -> None:
         total = sum(steps.values())
         documents_in_batch = max(1, args.batch // PER_RUN) * PER_RUN
         table = Table(
-            title=f"Compacting one batch of {documents_in_batch:,} documents, one DuckDB thread (median of {args.repeat})"
+            title=f"Compacting one batch of {documents_in_batch:,} documents, {runner.compaction_threads()} DuckDB thread(s)"
+            f" (median of {args.repeat})"
         )
         for column in ("step", "wall", "share"):
             table.add_column(column, justify="left" if column == "step" else "right")

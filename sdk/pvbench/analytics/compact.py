@@ -323,17 +323,9 @@ def write_compacts(
     says whose compact it belongs to, and the models' fixed cost per statement is paid once for
     them all instead of once per run (most of a 1,000-result run's compaction). ``failures``: the
     failed cells given for a run, by (campaign, run), written beside its compact."""
-    runs = ", ".join(read.listing.run for read in reads)
     try:
-        con.execute("SET VARIABLE result_files = ?", [[str(read.batch) for read in reads]])
-        for model in compact_models:
-            try:
-                con.execute(model.statement)
-            except duckdb.Error as exc:
-                raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {runs}: {exc}") from exc
-        if len(reads) > 1:
-            _split_tables(con, reads)
-        _documents(con, reads)
+        for _, step in compaction_steps(con, reads, compact_models):
+            step()
         for read in reads:
             where = (read.listing.campaign, read.listing.run)
             _write_compact(store, read, con, len(reads) > 1, (failures or {}).get(where), kept)
@@ -342,6 +334,34 @@ def write_compacts(
     finally:
         for read in reads:
             read.cleanup()
+
+
+def compaction_steps(
+    con: duckdb.DuckDBPyConnection, reads: list[ReadRun], compact_models: list
+) -> list[tuple[str, Callable[[], None]]]:
+    """write_compacts' DuckDB steps for a batch, in order and named (ci/bench_fixed_costs.py times
+    them one by one): its files bound, each compaction model, the split of the batch's tables
+    into each run's files (several runs only), the documents table. Then each run's compact is
+    written from what they made."""
+    runs = ", ".join(read.listing.run for read in reads)
+
+    def model_step(model) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                con.execute(model.statement)
+            except duckdb.Error as exc:
+                raise AnalyticsError(f"model {model.layer}/{model.name}.sql failed on run {runs}: {exc}") from exc
+
+        return run
+
+    steps = [
+        ("batch files bound", lambda: con.execute("SET VARIABLE result_files = ?", [[str(r.batch) for r in reads]]))
+    ]
+    steps += [(f"model {model.name}", model_step(model)) for model in compact_models]
+    if len(reads) > 1:
+        steps.append(("split into each run's files", lambda: _split_tables(con, reads)))
+    steps.append(("documents table", lambda: _documents(con, reads)))
+    return steps
 
 
 def _split_tables(con: duckdb.DuckDBPyConnection, reads: list[ReadRun]) -> None:

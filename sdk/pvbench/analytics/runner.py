@@ -282,14 +282,8 @@ def refresh_compacts(
                 if where not in listings:
                     log.warning("compact %s is of an older format and its run has no results: left out", compact.prefix)
                     del existing[where]
-    # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
-    # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
-    # materializations.
-    con.execute("SET preserve_insertion_order = false")
-    if run is None:  # many runs, a batch read while the one before is compacted (not one run's batch)
-        con.execute("SET threads = ?", [compaction_threads()])
     try:
-        install_metrics(con)  # result_values reads the metric catalog
+        prepare_compaction(con, many_runs=run is None)
         held = snapshot.held_documents(con, store, existing) if run is None else {}
 
         check = con.cursor()  # where the stream is listed: the reader's thread (build_compacts)
@@ -359,6 +353,19 @@ def refresh_compacts(
         ]
     finally:  # the connection goes on to the campaign's models: every thread again
         con.execute("SET threads = ?", [duckdb_settings()["threads"]])
+
+
+def prepare_compaction(con: duckdb.DuckDBPyConnection, many_runs: bool) -> None:
+    """``con`` as runs are compacted on it (refresh_compacts; ci/bench_fixed_costs.py times a batch
+    so). ``many_runs``: a batch is compacted while the next is read (compaction_threads), not one
+    run's batch. The caller sets the threads back for the campaign's models."""
+    # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and
+    # whatever reads them does too. Not keeping the batch's row order spares DuckDB its ordered
+    # materializations.
+    con.execute("SET preserve_insertion_order = false")
+    if many_runs:
+        con.execute("SET threads = ?", [compaction_threads()])
+    install_metrics(con)  # result_values reads the metric catalog
 
 
 def install_failures(con: duckdb.DuckDBPyConnection) -> None:
