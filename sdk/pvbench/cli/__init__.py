@@ -7,8 +7,3 @@ import os
 # scipy.special, 0.8 s of CPU against 0.5 s with one thread). pvbench's numpy work is on short
 # vectors, never a BLAS call worth a thread. A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-# Before pydantic builds its first model: without this it looks for plugins in the entry points of
-# every installed distribution (importlib.metadata over site-packages), ~0.06 s of every command,
-# for plugins pvbench does not use. PYDANTIC_DISABLE_PLUGINS set by the user is kept.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
