@@ -10,6 +10,9 @@ spend their time on; this prints those parts on the machine it runs on:
   documents   one run's 1,000 result.json (ci/bench_aggregate.py's synthetic copies of one real
               fio result), per document: reading its bytes from a local store, json.loads, and
               the compactor's validation (compact.validate: pydantic)
+  functions   a Python function called from SQL, per row (the models' f_pvalue, t_quantile and
+              warmup_pvalue are): a trivial one and f_pvalue, against the same p-values computed
+              on the whole column at once; 1,400 rows are the cells of the benchmark's campaign
   compaction  one batch of --batch documents through DuckDB, set up and stepped as a full
               aggregation compacts each batch (runner.prepare_compaction: one DuckDB thread fewer
               than the process may use, one on 2 cores; compact.compaction_steps): every model of
@@ -89,6 +92,44 @@ def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
     return out
 
 
+def sql_function_times(repeat: int, rows: int = 10_000) -> dict[str, float]:
+    """Per row: a Python function called from SQL (as the models call f_pvalue, t_quantile,
+    warmup_pvalue), trivial and f_pvalue itself, against the same F p-values computed at once on
+    the column by scipy.special (the medians of ``repeat``)."""
+    import numpy as np
+    from duckdb.sqltypes import DOUBLE
+    from scipy import special
+
+    from pvbench.stats.functions import register_functions
+
+    con = runner.connect()  # as an aggregation connects (runner._pandas_is_absent included)
+    register_functions(con)
+    con.create_function("pvbench_bench_trivial", lambda f, df1, df2: 0.5, [DOUBLE, DOUBLE, DOUBLE], DOUBLE)
+    con.execute(f"CREATE TABLE f_stats AS SELECT 3 * random() AS f, 3.0 AS df1, 400.0 AS df2 FROM range({rows})")
+    ways = {
+        "a trivial Python function, from SQL": lambda: con.execute(
+            "SELECT sum(pvbench_bench_trivial(f, df1, df2)) FROM f_stats"
+        ).fetchall(),
+        "f_pvalue (scipy.special.fdtrc), from SQL": lambda: con.execute(
+            "SELECT sum(f_pvalue(f, df1, df2)) FROM f_stats"
+        ).fetchall(),
+        "the same p-values, the column at once (NumPy)": lambda: special.fdtrc(
+            *(np.asarray(c) for c in con.execute("SELECT df1, df2, f FROM f_stats").fetchnumpy().values())
+        ).sum(),
+    }
+    out = {}
+    for what, way in ways.items():
+        way()  # SciPy's first call, DuckDB's first plan
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            way()
+            times.append(time.perf_counter() - started)
+        out[what] = statistics.median(times) / rows
+    con.close()
+    return out
+
+
 def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
     """One batch of every run in ``store`` through the compaction, step by step, as a full
     aggregation compacts it (the medians of ``repeat`` passes)."""
@@ -142,6 +183,14 @@ def main() -> None:
             table.add_column(column, justify="left" if column == "step" else "right")
         for what, seconds in documents.items():
             table.add_row(what, f"{seconds * 1e6:.0f} µs", f"{seconds * 100_000:.2f} s")
+        console.print(table)
+
+        functions = sql_function_times(args.repeat)
+        table = Table(title=f"Python functions in SQL, per row of 10,000 (median of {args.repeat})")
+        for column in ("call", "per row", "per 1,400 rows"):
+            table.add_column(column, justify="left" if column == "call" else "right")
+        for what, seconds in functions.items():
+            table.add_row(what, f"{seconds * 1e6:.1f} µs", f"{seconds * 1400:.3f} s")
         console.print(table)
 
         steps = compaction_times(store, args.repeat)

@@ -11,6 +11,7 @@ def test_the_fixed_costs_benchmark_prints_every_part():
         "validate (pydantic, as the compactor does)",
         "model occasion_measurements",
         "split into each run's files",
+        "f_pvalue (scipy.special.fdtrc), from SQL",
         "per 100,000 documents",
     ):
         assert part in done.stdout, done.stdout
