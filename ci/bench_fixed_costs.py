@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -72,6 +73,33 @@ def import_times(repeat: int) -> dict[str, float]:
     return {what: statistics.median(times) for what, times in measured.items()}
 
 
+def per_item(ways: dict[str, Callable[[], object]], repeat: int, items: int, warm_up: bool = False) -> dict[str, float]:
+    """Each way's median wall time over ``repeat`` calls, divided by the ``items`` a call handles."""
+    out = {}
+    for what, way in ways.items():
+        if warm_up:
+            way()
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            way()
+            times.append(time.perf_counter() - started)
+        out[what] = statistics.median(times) / items
+    return out
+
+
+def print_per_item(
+    console: Console, title: str, columns: tuple[str, str, str], measured: dict[str, float], digits: int, scale: int
+) -> None:
+    """A table of per_item's figures: µs per item (``digits`` decimals), and seconds per ``scale`` items."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="left" if column == columns[0] else "right")
+    for what, seconds in measured.items():
+        table.add_row(what, f"{seconds * 1e6:.{digits}f} µs", f"{seconds * scale:.3f} s")
+    console.print(table)
+
+
 def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
     """Per document of one run: reading, json.loads, validation (the medians of ``repeat``)."""
     keys = [o.key for listing in compact.iter_runs(store, CAMPAIGN) for o in listing.objects][:PER_RUN]
@@ -81,15 +109,7 @@ def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
         "json.loads": lambda: [json.loads(c) for c in contents],
         "validate (pydantic, as the compactor does)": lambda: [compact.validate(c) for c in contents],
     }
-    out = {}
-    for what, way in ways.items():
-        times = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            way()
-            times.append(time.perf_counter() - started)
-        out[what] = statistics.median(times) / len(keys)
-    return out
+    return per_item(ways, repeat, len(keys))
 
 
 def sql_function_times(repeat: int, rows: int = 10_000) -> dict[str, float]:
@@ -117,17 +137,10 @@ def sql_function_times(repeat: int, rows: int = 10_000) -> dict[str, float]:
             *(np.asarray(c) for c in con.execute("SELECT df1, df2, f FROM f_stats").fetchnumpy().values())
         ).sum(),
     }
-    out = {}
-    for what, way in ways.items():
-        way()  # SciPy's first call, DuckDB's first plan
-        times = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            way()
-            times.append(time.perf_counter() - started)
-        out[what] = statistics.median(times) / rows
-    con.close()
-    return out
+    try:
+        return per_item(ways, repeat, rows, warm_up=True)  # SciPy's first call, DuckDB's first plan untimed
+    finally:
+        con.close()
 
 
 def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
@@ -177,21 +190,22 @@ def main() -> None:
         store = LocalStore(work / "store")
         write_runs(store, template, 0, max(1, args.batch // PER_RUN))
 
-        documents = document_times(store, args.repeat)
-        table = Table(title=f"Per document, one run of {PER_RUN:,} (median of {args.repeat})")
-        for column in ("step", "per document", "per 100,000"):
-            table.add_column(column, justify="left" if column == "step" else "right")
-        for what, seconds in documents.items():
-            table.add_row(what, f"{seconds * 1e6:.0f} µs", f"{seconds * 100_000:.2f} s")
-        console.print(table)
-
-        functions = sql_function_times(args.repeat)
-        table = Table(title=f"Python functions in SQL, per row of 10,000 (median of {args.repeat})")
-        for column in ("call", "per row", "per 1,400 rows"):
-            table.add_column(column, justify="left" if column == "call" else "right")
-        for what, seconds in functions.items():
-            table.add_row(what, f"{seconds * 1e6:.1f} µs", f"{seconds * 1400:.3f} s")
-        console.print(table)
+        print_per_item(
+            console,
+            f"Per document, one run of {PER_RUN:,} (median of {args.repeat})",
+            ("step", "per document", "per 100,000"),
+            document_times(store, args.repeat),
+            digits=0,
+            scale=100_000,
+        )
+        print_per_item(
+            console,
+            f"Python functions in SQL, per row of 10,000 (median of {args.repeat})",
+            ("call", "per row", "per 1,400 rows"),
+            sql_function_times(args.repeat),
+            digits=1,
+            scale=1400,
+        )
 
         steps = compaction_times(store, args.repeat)
         total = sum(steps.values())

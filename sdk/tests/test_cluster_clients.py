@@ -12,6 +12,7 @@ import json
 import pytest
 from cluster_helpers import (
     BUCKET,
+    NAMESPACE,
     QUICK,
     RUN_TIMEOUT,
     WatchedRun,
@@ -116,7 +117,7 @@ def test_aggregate_and_report_wait_for_the_campaigns_mutex(run):
     wf_then, waiting = run.seen
     assert waiting is not None, "the run ended without waiting for the mutex:\n" + describe(wf_then)
     assert waiting["phase"] == "Pending", describe(wf_then)
-    assert waiting["synchronizationStatus"]["waiting"] == f"pvbench/Mutex/{CAMPAIGN_MUTEX_PREFIX}{CAMPAIGN}"
+    assert waiting["synchronizationStatus"]["waiting"] == f"{NAMESPACE}/Mutex/{CAMPAIGN_MUTEX_PREFIX}{CAMPAIGN}"
     assert not [n for n in nodes(wf_then) if n.get("templateName") == "aggregate"], describe(wf_then)
     wf = run.workflow
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
