@@ -120,6 +120,11 @@ def _aggregate(
     warnings: list[str] = []
     try:
         with console.status("aggregating with DuckDB") as status:
+
+            def waiting(message: str) -> None:
+                console.print(f"[yellow]{message}[/]", soft_wrap=True)  # in a log too, not only the spinner
+                status.update(message)
+
             where, counts = aggregate(
                 open_store(store_url),
                 campaign,
@@ -130,6 +135,7 @@ def _aggregate(
                 warn=warnings.append,
                 progress=status.update,
                 keep_snapshot=snapshot,
+                waiting=waiting,
             )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)

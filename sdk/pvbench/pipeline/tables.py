@@ -15,6 +15,7 @@ from pvbench.stats.limits import Declarations, LimitsError, find_declarations, i
 from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
+from pvbench.store.locks import campaign_lock
 
 # Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
 PYTHON_TABLES = ("report_comparisons",)
@@ -105,23 +106,27 @@ def aggregate(
     warn: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
+    waiting: Callable[[str], None] | None = None,
 ) -> tuple[str, dict[str, int]]:
     """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
     ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
 
     ``run``: the run that just finished (only it is listed and compacted; see build_tables).
+    One aggregation of a campaign of a store at a time (store.locks.campaign_lock): another one
+    running is waited for (``waiting`` is told), so the tables written last hold both runs.
     """
-    con = build_tables(
-        store,
-        campaign,
-        run,
-        limits=limits,
-        failures=failures,
-        warn=warn,
-        progress=progress,
-        keep_snapshot=keep_snapshot,
-    )
-    if out is not None:
-        return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
-    prefix = analytics_prefix(campaign or "all")
-    return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)
+    with campaign_lock(store, campaign, waiting=waiting):
+        con = build_tables(
+            store,
+            campaign,
+            run,
+            limits=limits,
+            failures=failures,
+            warn=warn,
+            progress=progress,
+            keep_snapshot=keep_snapshot,
+        )
+        if out is not None:
+            return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
+        prefix = analytics_prefix(campaign or "all")
+        return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)

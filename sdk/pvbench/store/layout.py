@@ -16,6 +16,7 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
     snapshot/campaign=<c>/<generation>/<table>.parquet     (a part: those compacts merged, one file per table)
     analytics/campaign=<c>/run=all/<table>.parquet        (the campaign's tables, from every run's compact)
     analytics/campaign=<c>/run=all/report/…              (the campaign's Evidence site)
+    .locks/campaign=<c>.lock                              (a directory store's aggregation lock, not a key: store/locks.py)
 
 Hive-style ``name=value`` segments let DuckDB and humans filter by path; the values
 are slugs of the labels (the labels themselves live inside result.json, verbatim).

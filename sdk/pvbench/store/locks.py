@@ -1,0 +1,90 @@
+"""One aggregation of a campaign at a time, on one machine (local mode's counterpart of Argo's
+campaign mutex).
+
+Why: an aggregation compacts its run, then reads every compact of the campaign and writes the
+campaign's tables. Two of them started together (two local runs that finish at once, a cron
+job beside a manual ``pvbench aggregate``) each read the compacts before the other had written
+its own, and whichever wrote the tables last left the other's run out of them until the next
+aggregation. Holding this lock from the first listing to the last table written makes the second
+one read the first one's compact.
+
+The lock is ``flock(2)`` on a file: the kernel releases it when its process ends, however it
+ends, so a killed aggregation never leaves a stale lock behind. Where the file is:
+
+- a directory store: in the store, ``.locks/campaign=<slug>.lock`` (a dot folder, which listings
+  skip), so every process that aggregates that directory shares it;
+- an S3 store (or a directory store that cannot be written): in this user's runtime folder, named
+  for the store's URL. Aggregations of one S3 store from several machines are not serialized by
+  it; on Kubernetes the Argo mutex ``pvbench-campaign-<slug>`` does that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import socket
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pvbench.store.layout import slug
+
+LOCKS_DIR = ".locks"
+
+
+def lock_name(campaign: str | None) -> str:
+    """The lock of one campaign (by its slug, as its keys: ``Prod`` and ``prod`` share it), or of
+    an aggregation of every campaign."""
+    return f"campaign={slug(campaign)}.lock" if campaign else "all-campaigns.lock"
+
+
+def machine_locks_dir() -> Path:
+    """This user's folder of locks that are not kept in a store."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime else Path(tempfile.gettempdir()) / f"pvbench-{os.getuid()}"
+    return base / "pvbench-locks"
+
+
+def lock_path(store, campaign: str | None) -> Path:
+    """Where the campaign's lock of this store is (see the module's docstring)."""
+    root = getattr(store, "root", None)
+    if root is not None:
+        folder = Path(root) / LOCKS_DIR
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder / lock_name(campaign)
+    digest = hashlib.sha256(store.url.encode()).hexdigest()[:16]
+    return machine_locks_dir() / f"{digest}-{lock_name(campaign)}"
+
+
+@contextlib.contextmanager
+def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold the campaign's lock of this store for the block; if another process holds it, say so
+    through ``waiting`` (once) and wait until it is released."""
+    path = lock_path(store, campaign)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, writable = os.open(path, os.O_RDWR | os.O_CREAT, 0o666), True
+    except PermissionError:  # another user's lock file: flock works on a file opened to read
+        fd, writable = os.open(path, os.O_RDONLY), False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                what = f"campaign {campaign!r}" if campaign else "every campaign"
+                waiting(
+                    f"another aggregation of {what} of {store.url} is running ({holder}): "
+                    f"waiting for it to finish (lock {path})"
+                )
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if writable:  # who holds it, for the message of the next one that waits
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock

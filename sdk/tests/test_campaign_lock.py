@@ -1,0 +1,110 @@
+"""One aggregation of a campaign at a time on one machine (pvbench.store.locks): local mode's
+counterpart of the Argo campaign mutex, proven with real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+from cli_helpers import PVBENCH
+from stats_helpers import write
+from test_compact import night
+
+from pvbench.pipeline import build_tables
+from pvbench.store import open_store
+from pvbench.store.locks import LOCKS_DIR, campaign_lock, lock_path, machine_locks_dir
+
+
+def runs_in(tables) -> set[str]:
+    return {r for (r,) in duckdb.sql(f"select distinct run from '{tables}/run_cells.parquet'").fetchall()}
+
+
+def test_an_aggregation_waits_for_the_one_running_and_reads_the_run_it_compacted(tmp_path):
+    """The race it prevents: two runs of a campaign aggregated at once, each reading the compacts
+    before the other wrote its own; the tables written last lacked the other run. Here the first
+    aggregation is this test holding the lock while it compacts n1; the second, a `pvbench aggregate
+    --run n2` process, must wait, then read n1's compact."""
+    store_dir, out = tmp_path / "store", tmp_path / "tables"
+    write(store_dir, night("n1", 1) + night("n2", 2))
+    store = open_store(str(store_dir))
+    with campaign_lock(store, "syn"):
+        second = subprocess.Popen(
+            [*PVBENCH, "aggregate", "--store", store_dir, "--campaign", "syn", "--run", "n2", "--out", out],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        said = ""
+        deadline = time.monotonic() + 120
+        while "waiting" not in said and time.monotonic() < deadline and second.poll() is None:
+            said += second.stderr.readline()
+        assert "another aggregation of campaign 'syn'" in said and f"pid {os.getpid()}" in said, said
+        build_tables(store, "syn", "n1", extras=False)  # the first aggregation's compaction of n1
+        time.sleep(0.5)
+        assert second.poll() is None and not out.exists()  # still waiting: nothing written
+    _, rest = second.communicate(timeout=120)
+    assert second.returncode == 0, said + rest
+    assert runs_in(out) == {"n1", "n2"}
+    # the lock file is in the store, where listings do not look
+    assert (store_dir / LOCKS_DIR / "campaign=syn.lock").exists()
+    assert not [o.key for o in store.list_objects("") if LOCKS_DIR in o.key]
+
+
+def test_a_killed_aggregation_leaves_no_lock_behind(tmp_path):
+    store = open_store(str(tmp_path))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pvbench.store import open_store; from pvbench.store.locks import campaign_lock\n"
+            f"with campaign_lock(open_store({str(tmp_path)!r}), 'syn'):\n"
+            "    print('held', flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        said: list[str] = []
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        started = time.monotonic()
+        with campaign_lock(store, "syn", waiting=said.append):
+            pass
+        assert time.monotonic() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_which_lock_a_store_and_campaign_have(tmp_path, monkeypatch):
+    local = open_store(str(tmp_path / "store"))
+    # the campaign's slug, as its keys: labels that share keys share the lock
+    assert lock_path(local, "Prod") == lock_path(local, "prod") == tmp_path / "store" / LOCKS_DIR / "campaign=prod.lock"
+    assert lock_path(local, None).name == "all-campaigns.lock"
+    assert lock_path(local, "a") != lock_path(local, "b")
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    for name, value in {
+        "PVBENCH_S3_ENDPOINT": "127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "k",
+        "AWS_SECRET_ACCESS_KEY": "s",
+    }.items():
+        monkeypatch.setenv(name, value)
+    s3 = open_store("s3://bucket/pvbench")
+    assert lock_path(s3, "prod").parent == machine_locks_dir() == tmp_path / "runtime" / "pvbench-locks"
+    assert lock_path(s3, "prod") != lock_path(open_store("s3://other/pvbench"), "prod")
+
+
+def test_a_store_whose_lock_folder_cannot_be_made_keeps_its_lock_in_the_users_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / LOCKS_DIR).write_text("")  # a file where the folder would be (as a read-only store)
+    store = open_store(str(tmp_path / "store"))
+    assert lock_path(store, "prod").parent == tmp_path / "runtime" / "pvbench-locks"
+    with campaign_lock(store, "prod") as held:
+        assert held.exists()
