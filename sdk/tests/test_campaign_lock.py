@@ -82,6 +82,7 @@ def test_a_killed_aggregation_leaves_no_lock_behind(tmp_path):
 
 
 def test_which_lock_a_store_and_campaign_have(tmp_path, monkeypatch):
+    (tmp_path / "store").mkdir()
     local = open_store(str(tmp_path / "store"))
     # the campaign's slug, as its keys: labels that share keys share the lock
     assert lock_path(local, "Prod") == lock_path(local, "prod") == tmp_path / "store" / LOCKS_DIR / "campaign=prod.lock"
@@ -108,3 +109,6 @@ def test_a_store_whose_lock_folder_cannot_be_made_keeps_its_lock_in_the_users_fo
     assert lock_path(store, "prod").parent == tmp_path / "runtime" / "pvbench-locks"
     with campaign_lock(store, "prod") as held:
         assert held.exists()
+    # a store folder that does not exist (a mistyped path) is not made by its lock
+    assert lock_path(open_store(str(tmp_path / "typo")), "prod").parent == tmp_path / "runtime" / "pvbench-locks"
+    assert not (tmp_path / "typo").exists()

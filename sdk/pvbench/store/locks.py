@@ -13,9 +13,9 @@ ends, so a killed aggregation never leaves a stale lock behind. Where the file i
 
 - a directory store: in the store, ``.locks/campaign=<slug>.lock`` (a dot folder, which listings
   skip), so every process that aggregates that directory shares it;
-- an S3 store (or a directory store that cannot be written): in this user's runtime folder, named
-  for the store's URL. Aggregations of one S3 store from several machines are not serialized by
-  it; on Kubernetes the Argo mutex ``pvbench-campaign-<slug>`` does that.
+- an S3 store (or a directory store that does not exist or cannot be written): in this user's
+  runtime folder, named for the store's URL. Aggregations of one S3 store from several machines
+  are not serialized by it; on Kubernetes the Argo mutex ``pvbench-campaign-<slug>`` does that.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def lock_path(store, campaign: str | None) -> Path:
     if root is not None:
         folder = Path(root) / LOCKS_DIR
         with contextlib.suppress(OSError):
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(exist_ok=True)  # not the store's folder itself: a mistyped path stays absent
             if os.access(folder, os.W_OK):
                 return folder / lock_name(campaign)
     digest = hashlib.sha256(store.url.encode()).hexdigest()[:16]
