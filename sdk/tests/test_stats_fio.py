@@ -92,8 +92,12 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
     assert all(
         r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "Welch" in r["method"] for r in rows
     ), rows
-    # a busy runner can make one 1-second cell of five lose ~20 %: the verdict must not budge
-    assert all(abs(r["change"]) < 0.10 for r in rows)
+    # a busy runner can make a 1-second cell lose much of its rate (CI twice saw a mean of six
+    # values move ≥ 10 % on the same tmpfs, with the verdict unmoved, as it must be): the typical
+    # value, the median, is what must agree between the two runs of one medium
+    assert all(abs(r["median_candidate"] / r["median_baseline"] - 1) < 0.10 for r in rows), [
+        (r["workload"], r["change"], r["median_baseline"], r["median_candidate"]) for r in rows
+    ]
 
     worse = _compare(tmp_path, "tmpfs-1", "disk-throttled")
     assert worse.returncode == 1, worse.stderr
