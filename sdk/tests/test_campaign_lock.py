@@ -16,7 +16,8 @@ from test_compact import night
 
 from pvbench.pipeline import build_tables
 from pvbench.store import open_store
-from pvbench.store.locks import LOCKS_DIR, campaign_lock, lock_path, machine_locks_dir
+from pvbench.store.layout import LOCKS_ROOT
+from pvbench.store.locks import campaign_lock, lock_path, machine_locks_dir
 
 
 def runs_in(tables) -> set[str]:
@@ -50,8 +51,8 @@ def test_an_aggregation_waits_for_the_one_running_and_reads_the_run_it_compacted
     assert second.returncode == 0, said + rest
     assert runs_in(out) == {"n1", "n2"}
     # the lock file is in the store, where listings do not look
-    assert (store_dir / LOCKS_DIR / "campaign=syn.lock").exists()
-    assert not [o.key for o in store.list_objects("") if LOCKS_DIR in o.key]
+    assert (store_dir / LOCKS_ROOT / "campaign=syn.lock").exists()
+    assert not [o.key for o in store.list_objects("") if LOCKS_ROOT in o.key]
 
 
 def test_a_killed_aggregation_leaves_no_lock_behind(tmp_path):
@@ -85,7 +86,9 @@ def test_which_lock_a_store_and_campaign_have(tmp_path, monkeypatch):
     (tmp_path / "store").mkdir()
     local = open_store(str(tmp_path / "store"))
     # the campaign's slug, as its keys: labels that share keys share the lock
-    assert lock_path(local, "Prod") == lock_path(local, "prod") == tmp_path / "store" / LOCKS_DIR / "campaign=prod.lock"
+    assert (
+        lock_path(local, "Prod") == lock_path(local, "prod") == tmp_path / "store" / LOCKS_ROOT / "campaign=prod.lock"
+    )
     assert lock_path(local, None).name == "all-campaigns.lock"
     assert lock_path(local, "a") != lock_path(local, "b")
 
@@ -104,7 +107,7 @@ def test_which_lock_a_store_and_campaign_have(tmp_path, monkeypatch):
 def test_a_store_whose_lock_folder_cannot_be_made_keeps_its_lock_in_the_users_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
     (tmp_path / "store").mkdir()
-    (tmp_path / "store" / LOCKS_DIR).write_text("")  # a file where the folder would be (as a read-only store)
+    (tmp_path / "store" / LOCKS_ROOT).write_text("")  # a file where the folder would be (as a read-only store)
     store = open_store(str(tmp_path / "store"))
     assert lock_path(store, "prod").parent == tmp_path / "runtime" / "pvbench-locks"
     with campaign_lock(store, "prod") as held:

@@ -16,7 +16,7 @@ and every reader (analytics, compare, report) builds keys here and nowhere else.
     snapshot/campaign=<c>/<generation>/<table>.parquet     (a part: those compacts merged, one file per table)
     analytics/campaign=<c>/run=all/<table>.parquet        (the campaign's tables, from every run's compact)
     analytics/campaign=<c>/run=all/report/…              (the campaign's Evidence site)
-    .locks/campaign=<c>.lock                              (a directory store's aggregation lock, not a key: store/locks.py)
+    .locks/campaign=<c>.lock                              (a directory store's aggregation lock: store/locks.py; listings skip dot folders)
 
 Hive-style ``name=value`` segments let DuckDB and humans filter by path; the values
 are slugs of the labels (the labels themselves live inside result.json, verbatim).
@@ -50,6 +50,8 @@ RAW_FIO_FILE = "fio.json"
 CLIENT_FILE = "client.json"
 CLIENTS_DIR = "clients"
 ALL_RUNS = "all"
+# a dot folder: listings skip it, so the lock files never pass for results or compacts
+LOCKS_ROOT = ".locks"
 REPORT_DIR = "report"
 
 _SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
@@ -169,3 +171,9 @@ def analytics_prefix(campaign: str, run: str | None = None) -> str:
 def report_prefix(campaign: str, run: str | None = None) -> str:
     """Where the built report site of a campaign (or one run) goes: beside its tables."""
     return f"{analytics_prefix(campaign, run)}/{REPORT_DIR}"
+
+
+def lock_key(campaign: str | None) -> str:
+    """The file of the lock one aggregation of a campaign holds (by the campaign's slug, as its other
+    keys: ``Prod`` and ``prod`` share it), or of an aggregation of every campaign."""
+    return f"{LOCKS_ROOT}/" + (f"campaign={slug(campaign)}.lock" if campaign else "all-campaigns.lock")

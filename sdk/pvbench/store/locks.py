@@ -11,8 +11,8 @@ one read the first one's compact.
 The lock is ``flock(2)`` on a file: the kernel releases it when its process ends, however it
 ends, so a killed aggregation never leaves a stale lock behind. Where the file is:
 
-- a directory store: in the store, ``.locks/campaign=<slug>.lock`` (a dot folder, which listings
-  skip), so every process that aggregates that directory shares it;
+- a directory store: in the store, at ``layout.lock_key`` (``.locks/campaign=<slug>.lock``, a dot
+  folder, which listings skip), so every process that aggregates that directory shares it;
 - an S3 store (or a directory store that does not exist or cannot be written): in this user's
   runtime folder, named for the store's URL. Aggregations of one S3 store from several machines
   are not serialized by it; on Kubernetes the Argo mutex ``pvbench-campaign-<slug>`` does that.
@@ -26,18 +26,10 @@ import hashlib
 import os
 import socket
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
-from pvbench.store.layout import slug
-
-LOCKS_DIR = ".locks"
-
-
-def lock_name(campaign: str | None) -> str:
-    """The lock of one campaign (by its slug, as its keys: ``Prod`` and ``prod`` share it), or of
-    an aggregation of every campaign."""
-    return f"campaign={slug(campaign)}.lock" if campaign else "all-campaigns.lock"
+from pvbench.store.layout import LOCKS_ROOT, lock_key
 
 
 def machine_locks_dir() -> Path:
@@ -51,13 +43,13 @@ def lock_path(store, campaign: str | None) -> Path:
     """Where the campaign's lock of this store is (see the module's docstring)."""
     root = getattr(store, "root", None)
     if root is not None:
-        folder = Path(root) / LOCKS_DIR
+        folder = Path(root) / LOCKS_ROOT
         with contextlib.suppress(OSError):
             folder.mkdir(exist_ok=True)  # not the store's folder itself: a mistyped path stays absent
             if os.access(folder, os.W_OK):
-                return folder / lock_name(campaign)
+                return Path(root) / lock_key(campaign)
     digest = hashlib.sha256(store.url.encode()).hexdigest()[:16]
-    return machine_locks_dir() / f"{digest}-{lock_name(campaign)}"
+    return machine_locks_dir() / f"{digest}-{PurePosixPath(lock_key(campaign)).name}"
 
 
 @contextlib.contextmanager
