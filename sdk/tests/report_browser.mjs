@@ -7,13 +7,15 @@
 // "waitText" (what the page shows once the choice took effect); the result lists the options.
 // For every page: loads it, waits until the charts are drawn, measures how much of each
 // ECharts canvas is painted, collects the page text, failed/outbound requests and console
-// errors, and saves a full-page screenshot. Prints one JSON object on stdout.
+// errors, and saves a full-page screenshot. Prints one JSON object on stdout (with "refetched":
+// the /_app/immutable/ files whose body came over the network more than once).
 // playwright-core comes from reports/node_modules (devDependency); the browser is Debian's
 // /usr/bin/chromium (never `playwright install`). Outbound DNS is blocked in the browser, so an
 // attempted internet fetch shows up as a failed, non-loopback request.
 
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const args = JSON.parse(process.argv[2]);
@@ -23,17 +25,25 @@ const { chromium } = require('playwright-core');
 const origin = new URL(args.base).origin;
 mkdirSync(args.outDir, { recursive: true });
 
-const browser = await chromium.launch({
+// a profile of its own, with a disk cache, as a user's browser has: what the server lets it keep
+// (the hashed /_app/immutable/ files) is fetched once, not on every page
+const profile = mkdtempSync(path.join(tmpdir(), 'pvbench-browser-'));
+const context = await chromium.launchPersistentContext(profile, {
 	executablePath: args.chromium ?? '/usr/bin/chromium',
-	args: ['--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1', '--no-sandbox']
+	args: ['--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1', '--no-sandbox'],
+	viewport: { width: 1440, height: 900 }
 });
-const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
 const requests = [];
+const transfers = {}; // URL -> how many times its body came over the network (not from the cache)
 const failed = [];
 const bad = [];
 context.on('request', (r) => requests.push(r.url()));
 context.on('requestfailed', (r) => failed.push({ url: r.url(), error: r.failure()?.errorText }));
 context.on('response', (r) => r.status() >= 400 && bad.push({ url: r.url(), status: r.status() }));
+context.on('requestfinished', async (r) => {
+	const sizes = await r.sizes().catch(() => undefined);
+	if ((sizes?.responseBodySize ?? 0) > 0) transfers[r.url()] = (transfers[r.url()] ?? 0) + 1;
+});
 
 /** Painted share of every ECharts canvas on the page (0 = blank). */
 async function chartStats(page) {
@@ -146,9 +156,14 @@ for (const { name, path: p, minCharts = 0, select, waitText } of args.pages) {
 	}
 	results.push(result);
 }
-await browser.close();
+await context.close();
+rmSync(profile, { recursive: true, force: true });
 
+// a cacheable file whose body came twice: the server's caching headers did not work
+const refetched = Object.entries(transfers)
+	.filter(([u, n]) => n > 1 && new URL(u).pathname.startsWith('/_app/immutable/'))
+	.map(([u]) => u);
 const external = requests.filter(
 	(u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')
 );
-console.log(JSON.stringify({ pages: results, requests, external, failed, bad }));
+console.log(JSON.stringify({ pages: results, requests, external, failed, bad, refetched }));

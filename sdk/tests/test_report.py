@@ -854,6 +854,9 @@ def test_no_request_leaves_loopback_and_no_errors(which, request):
     # the site's data really went through the browser's DuckDB (Parquet via parquet-wasm)
     assert any(u.endswith(".parquet") for u in site.browse["requests"])
     assert any("arrow1_bg" in u and u.endswith(".wasm") for u in site.browse["requests"])
+    # the hashed assets (DuckDB's WebAssembly and the JavaScript every page loads) came once, then
+    # from the browser's cache: the server says they may be kept (pvbench.report.serve)
+    assert site.browse["refetched"] == []
     for page in site.browse["pages"]:
         assert page["status"] == 200, page["url"]
         assert not page["consoleErrors"], (page["url"], page["consoleErrors"])

@@ -8,6 +8,7 @@ finding, fetching and serving it, not Evidence (test_report.py builds real sites
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from argo_helpers import (
 from conftest import free_port
 
 from pvbench.argo import conventions as c
+from pvbench.report import check_installed
 from pvbench.report.build import ReportError
 from pvbench.report.fetch import (
     fetch_report,
@@ -42,6 +44,7 @@ from pvbench.report.fetch import (
 from pvbench.report.serve import make_server, make_store_server
 from pvbench.store import layout, open_store
 
+BROWSER_JS = Path(__file__).resolve().parent / "report_browser.mjs"
 LINK = "http://127.0.0.1:8000/open/${workflow.metadata.labels.pvbench.io/campaign}/${metadata.name}"
 
 
@@ -197,6 +200,87 @@ def test_store_server_lists_and_opens_reports(kind, s3_store_url, tmp_path):
         assert len(list(cache.iterdir())) == 1
     else:  # a local store is served where it is
         assert not cache.exists() or not list(cache.iterdir())
+
+
+def head_of(url: str, **headers: str) -> tuple[int, dict[str, str]]:
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers)
+
+
+def age(root: Path, days: float) -> None:
+    """Files as old as a report built ``days`` ago (what a browser's guess of freshness grows with)."""
+    stamp = time.time() - days * 86400
+    for f in root.rglob("*"):
+        os.utime(f, (stamp, stamp))
+
+
+def test_the_servers_say_what_a_browser_may_keep(tmp_path):
+    """Hashed assets for good; everything else asked again each time, by a validator that names
+    the file (an older file of another report is no match), never by modification time."""
+    site = tmp_path / "site"
+    for name, data in fake_site("one").items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_bytes(data)
+    age(site, 30)
+    server = make_server(site, port=0)
+    try:
+        base = started(server)
+        status, h = head_of(base + "/_app/immutable/chunk.css")
+        assert status == 200 and h["Cache-Control"] == "public, max-age=31536000, immutable"
+        status, h = head_of(base + "/_app/immutable/missing.css")
+        assert status == 404 and h["Cache-Control"] == "no-cache"  # a 404 is not kept
+        status, h = head_of(base + "/")
+        assert status == 200 and h["Cache-Control"] == "no-cache" and h["ETag"]
+        etag = h["ETag"]
+        assert head_of(base + "/", **{"If-None-Match": etag})[0] == 304
+        assert head_of(base + "/comparisons/", **{"If-None-Match": etag})[0] == 200  # another file
+        # a time after the file's own: the file changed under the same path all the same
+        (site / "index.html").write_bytes(b"<title>rebuilt</title>")
+        age(site, 40)
+        status, h = head_of(base + "/", **{"If-None-Match": etag, "If-Modified-Since": "Sun, 01 Nov 2026 00:00:00 GMT"})
+        assert status == 200 and h["ETag"] != etag
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+def test_a_browser_shows_the_report_opened_not_one_it_kept(tmp_path):
+    """Real Chromium on the store server: open one run's report, then another's, at the same
+    paths. Without caching headers the browser guessed the first report fresh (its files are
+    weeks old) and showed it again for the second."""
+    try:
+        reports = check_installed()
+    except ReportError as exc:
+        pytest.fail(f"{exc}  (ci/install-report.sh)")
+    store_url = str(tmp_path / "store")
+    put_site(store_url, "demo", "wf-1", "first run")
+    put_site(store_url, "demo", "wf-2", "second run")
+    age(tmp_path / "store", 20)
+    age(tmp_path / "store" / layout.report_prefix("demo", "wf-2"), 30)  # older than what the browser holds
+    server = make_store_server(store_url, tmp_path / "cache", port=0)
+    pages = [
+        {"name": "first", "path": "/open/demo/wf-1"},
+        {"name": "first-comparisons", "path": "/comparisons/"},
+        {"name": "second", "path": "/open/demo/wf-2"},
+        {"name": "second-comparisons", "path": "/comparisons/"},
+    ]
+    try:
+        base = started(server)
+        args = {"reports": str(reports), "base": base, "outDir": str(tmp_path / "shots"), "pages": pages}
+        proc = subprocess.run(["node", str(BROWSER_JS), json.dumps(args)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        server.shutdown()
+        server.server_close()
+    shown = {p["name"]: (p["title"], p["text"]) for p in json.loads(proc.stdout.strip().splitlines()[-1])["pages"]}
+    assert shown["first"][0] == "first run" and "first run comparisons" in shown["first-comparisons"][1]
+    assert shown["second"][0] == "second run", shown
+    assert "second run comparisons" in shown["second-comparisons"][1], shown
 
 
 def test_cli_store_with_campaign_and_run_opens_that_report(s3_store_url):

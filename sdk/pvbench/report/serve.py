@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import html
+import os
 import shutil
 import tempfile
 import threading
@@ -22,6 +23,24 @@ from pvbench.report.fetch import fetch_report, list_reports, report_location
 from pvbench.store.backends import StoreError
 from pvbench.store.layout import PARQUET_TYPE
 
+# SvelteKit names every file under /_app/immutable/ by a hash of its content: a browser may keep
+# it for good. Every page of a report loads ~40 MB from there (DuckDB's WebAssembly, 34 MB, and
+# the JavaScript), which a browser fetched again on each page while the server sent no caching
+# headers.
+IMMUTABLE_PREFIX = "/_app/immutable/"
+IMMUTABLE = "public, max-age=31536000, immutable"
+# Everything else (pages, data, queries) changes with a rebuild, and the store server serves
+# another report under the same paths: the browser must ask each time. Without a Cache-Control
+# header it guessed a freshness from Last-Modified (a tenth of the file's age) and showed the
+# report opened before, or a rebuilt site's old data, without asking.
+REVALIDATE = "no-cache"
+
+
+def _etag(st: os.stat_result) -> str:
+    """A validator that names the file, not only its time: another report's file (the store
+    server) is another inode, even when it is older than the copy the browser holds."""
+    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+
 
 class _Handler(SimpleHTTPRequestHandler):
     extensions_map = {
@@ -31,6 +50,51 @@ class _Handler(SimpleHTTPRequestHandler):
         ".arrow": "application/vnd.apache.arrow.stream",
         ".webmanifest": "application/manifest+json",
     }
+    _etag: str | None = None
+    _cache_control_sent = False
+    _status = 0
+
+    def send_head(self):
+        """The file's ETag, and 304 when the browser holds that very file. Modification times
+        are never compared (If-Modified-Since): another report's older file is not the one cached."""
+        self._etag, self._cache_control_sent = None, False
+        del self.headers["If-Modified-Since"]
+        url_path = urlsplit(self.path).path
+        if not url_path.startswith(IMMUTABLE_PREFIX):
+            path = self.translate_path(self.path)
+            if url_path.endswith("/") and os.path.isdir(path):
+                path = os.path.join(path, "index.html")
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is not None and os.path.isfile(path):
+                self._etag = _etag(st)
+                wanted = {tag.strip().removeprefix("W/") for tag in self.headers.get("If-None-Match", "").split(",")}
+                if self._etag in wanted or "*" in wanted:
+                    self.send_response(HTTPStatus.NOT_MODIFIED)
+                    self.end_headers()
+                    return None
+        return super().send_head()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._status = int(code)
+        super().send_response(code, message)
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "cache-control":
+            self._cache_control_sent = True
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        if not self._cache_control_sent:
+            # only the file itself is kept: a 404 there (no report open yet) must be asked again
+            immutable = self._status == HTTPStatus.OK and urlsplit(self.path).path.startswith(IMMUTABLE_PREFIX)
+            super().send_header("Cache-Control", IMMUTABLE if immutable else REVALIDATE)
+        if self._etag is not None:
+            super().send_header("ETag", self._etag)
+        self._etag, self._cache_control_sent, self._status = None, False, 0
+        super().end_headers()
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet by default
         pass
