@@ -103,15 +103,54 @@ async function choose(page, select, waitText) {
 	return options;
 }
 
-/** Load one page, wait for its charts, screenshot it; its text, charts and errors. */
-async function visit(name, p, minCharts, select, waitText) {
-	const started = Date.now();
+/**
+ * The open tab, when pages are reached by following links (args.navigate === 'client'): a
+ * report's every page loads DuckDB's WebAssembly and ~7 MB of JavaScript, which a click on a
+ * link in the sidebar does not load again (SvelteKit routes it in the page). The first page, and
+ * a page at the open one's path, are loaded afresh.
+ */
+let tab;
+let tabErrors;
+
+async function openPage(url) {
 	const page = await context.newPage();
 	const consoleErrors = [];
 	page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text().slice(0, 500)));
 	page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message.slice(0, 500)}`));
-	const url = origin + p;
 	const res = await page.goto(url, { waitUntil: 'networkidle', timeout: 120_000 });
+	return { page, consoleErrors, status: res?.status() ?? 0 };
+}
+
+/** Reach `url` as a click on a link to it would, in the open tab; its status from the server. */
+async function follow(url) {
+	const page = tab;
+	tabErrors.length = 0; // the earlier page's errors were its own
+	await page.evaluate((href) => {
+		const a = document.createElement('a');
+		a.href = href;
+		document.body.append(a);
+		a.click();
+		a.remove();
+	}, url);
+	await page.waitForURL(url, { timeout: 120_000 });
+	await page.waitForLoadState('networkidle', { timeout: 120_000 });
+	const res = await context.request.get(url); // what the server says of the page itself
+	return { page, consoleErrors: tabErrors, status: res.status() };
+}
+
+/** Load one page, wait for its charts, screenshot it; its text, charts and errors. */
+async function visit(name, p, minCharts, select, waitText) {
+	const started = Date.now();
+	const url = origin + p;
+	let loaded;
+	if (args.navigate === 'client' && tab && new URL(tab.url()).pathname !== new URL(url).pathname) {
+		loaded = await follow(url);
+	} else {
+		if (tab) await tab.close();
+		loaded = await openPage(url);
+		if (args.navigate === 'client') [tab, tabErrors] = [loaded.page, loaded.consoleErrors];
+	}
+	const { page, consoleErrors, status } = loaded;
 	// charts are drawn after load (ECharts animations, browser-side DuckDB for inputs)
 	const deadline = Date.now() + (args.waitMs ?? 30_000);
 	let charts = [];
@@ -131,16 +170,16 @@ async function visit(name, p, minCharts, select, waitText) {
 	const result = {
 		name,
 		url,
-		status: res?.status() ?? 0,
+		status,
 		title: await page.title(),
 		text: await page.evaluate(() => document.body.innerText),
 		charts,
-		consoleErrors,
+		consoleErrors: [...consoleErrors],
 		options,
 		screenshot,
 		ms: Date.now() - started
 	};
-	await page.close();
+	if (page !== tab) await page.close();
 	return result;
 }
 
@@ -156,6 +195,7 @@ for (const { name, path: p, minCharts = 0, select, waitText } of args.pages) {
 	}
 	results.push(result);
 }
+if (tab) await tab.close();
 await context.close();
 rmSync(profile, { recursive: true, force: true });
 

@@ -10,8 +10,10 @@ Two builds (module-scoped, ~2–3 min each), both from the real pipeline
   built with the `pvbench report build` CLI under `unshare -n` (no network at all) when the
   machine allows it.
 Every page is opened in Chromium (outbound DNS blocked): charts must be painted, key numbers
-present, no request may leave loopback. Screenshots go to $PVBENCH_ARTIFACTS/report/
-(default /tmp/pvbench-artifacts/report/).
+present, no request may leave loopback. The first page is loaded, the others are reached by
+following a link, as a reader does (a load starts DuckDB's WebAssembly and the JavaScript again;
+a click does not); the browser keeps a disk cache, and no hashed asset may come over the network twice.
+Screenshots go to $PVBENCH_ARTIFACTS/report/ (default /tmp/pvbench-artifacts/report/).
 
 Under pytest-xdist (`make test-fast` runs `-n 2 --dist loadgroup`) each site's tests are one
 xdist group, so each site is built once, on one worker; the full build uses its own copy of the
@@ -104,7 +106,8 @@ def evidence_project_copy(reports: Path, dest: Path) -> Path:
 def browse(reports: Path, base: str, out_dir: Path, pages: list[dict]) -> dict:
     node = shutil.which("node")
     assert node, "node is not installed"
-    args = {"reports": str(reports), "base": base, "outDir": str(out_dir), "pages": pages}
+    # the first page loaded, the others reached as a reader does, by following links in the tab
+    args = {"reports": str(reports), "base": base, "outDir": str(out_dir), "pages": pages, "navigate": "client"}
     proc = subprocess.run([node, str(BROWSER_JS), json.dumps(args)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"browser check failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     result = json.loads(proc.stdout.strip().splitlines()[-1])
