@@ -34,6 +34,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from browser_helpers import browse
 from report_fixture import write_synthetic_results
 
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
@@ -45,7 +46,6 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
 THESIS_CSV = Path(os.environ.get("PVBENCH_THESIS_CSV", REPO / "examples" / "thesis-azure-runs.csv"))
 ARTIFACTS = Path(os.environ.get("PVBENCH_ARTIFACTS", "/tmp/pvbench-artifacts")) / "report"
-BROWSER_JS = TESTS / "report_browser.mjs"
 LIMITS = REPO / "examples" / "limits-azure-p30.yaml"
 # one xdist group per built site: its tests share the module-scoped site on one worker
 # how a chart names a unit: the metric catalog's (a lifecycle chart says "unit: s")
@@ -101,18 +101,6 @@ def evidence_project_copy(reports: Path, dest: Path) -> Path:
     )
     (dest / "node_modules").symlink_to(reports / "node_modules", target_is_directory=True)
     return dest
-
-
-def browse(reports: Path, base: str, out_dir: Path, pages: list[dict]) -> dict:
-    node = shutil.which("node")
-    assert node, "node is not installed"
-    # the first page loaded, the others reached as a reader does, by following links in the tab
-    args = {"reports": str(reports), "base": base, "outDir": str(out_dir), "pages": pages, "navigate": "client"}
-    proc = subprocess.run([node, str(BROWSER_JS), json.dumps(args)], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"browser check failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    (out_dir / "browse.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    return result
 
 
 def painted(chart: dict) -> bool:
@@ -184,6 +172,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
                 {"name": "lifecycle-empty", "path": "/lifecycle/"},
                 {"name": "scaling-empty", "path": "/scaling/"},
             ],
+            follow_links=True,
         )
         yield Site("thesis", site, url, result)
     finally:
@@ -246,6 +235,7 @@ def full_site(reports, tmp_path_factory) -> Site:
                 # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
                 {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
             ],
+            follow_links=True,
         )
         yield Site("full", work / "site", url, result)
     finally:

@@ -8,7 +8,6 @@ finding, fetching and serving it, not Evidence (test_report.py builds real sites
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -29,6 +28,7 @@ from argo_helpers import (
     load_yaml_docs,
     templates_by_name,
 )
+from browser_helpers import browse
 from conftest import free_port
 
 from pvbench.argo import conventions as c
@@ -44,7 +44,6 @@ from pvbench.report.fetch import (
 from pvbench.report.serve import make_server, make_store_server
 from pvbench.store import layout, open_store
 
-BROWSER_JS = Path(__file__).resolve().parent / "report_browser.mjs"
 LINK = "http://127.0.0.1:8000/open/${workflow.metadata.labels.pvbench.io/campaign}/${metadata.name}"
 
 
@@ -270,14 +269,11 @@ def test_a_browser_shows_the_report_opened_not_one_it_kept(tmp_path):
         {"name": "second-comparisons", "path": "/comparisons/"},
     ]
     try:
-        base = started(server)
-        args = {"reports": str(reports), "base": base, "outDir": str(tmp_path / "shots"), "pages": pages}
-        proc = subprocess.run(["node", str(BROWSER_JS), json.dumps(args)], capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = browse(reports, started(server), tmp_path / "shots", pages)
     finally:
         server.shutdown()
         server.server_close()
-    shown = {p["name"]: (p["title"], p["text"]) for p in json.loads(proc.stdout.strip().splitlines()[-1])["pages"]}
+    shown = {p["name"]: (p["title"], p["text"]) for p in result["pages"]}
     assert shown["first"][0] == "first run" and "first run comparisons" in shown["first-comparisons"][1]
     assert shown["second"][0] == "second run", shown
     assert "second run comparisons" in shown["second-comparisons"][1], shown
