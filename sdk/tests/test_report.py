@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -795,6 +796,75 @@ def test_a_campaign_without_results_still_gets_its_report(thesis_site, tmp_path)
     assert "No storage class has results in this data set" in classes
     assert "No results for storage class" in (site / "storage-classes" / "_none" / "index.html").read_text()
     assert (site / "index.html").is_file() and (site / "runs" / "index.html").is_file()
+
+
+def _session_members(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (/proc: Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_build_stops_evidence_too(reports, tmp_path, signum):
+    """Evidence runs in a session of its own (so a timeout can stop its whole group), which Ctrl-C
+    at the terminal never reaches: stopping `pvbench report build` left it building, writing into
+    the project under the next build once the project's lock was released. Now Ctrl-C (SIGINT to
+    pvbench) and SIGTERM (`kill`, a deleted pod) stop Evidence's whole session with pvbench, which
+    says so in one line and exits 128 + the signal."""
+    project = evidence_project_copy(reports, tmp_path / "reports")
+    write_empty_tables(tmp_path / "data")
+    build = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pvbench.cli",
+            "report",
+            "build",
+            "--data",
+            tmp_path / "data",
+            "--out",
+            tmp_path / "site",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PVBENCH_REPORTS_DIR": str(project)},
+    )
+    evidence: list[int] = []
+    deadline = time.monotonic() + 60
+    while not evidence and build.poll() is None and time.monotonic() < deadline:
+        # Evidence: pvbench's child, the leader of a session of its own (start_new_session)
+        evidence = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == build.pid]
+        time.sleep(0.1)
+    assert evidence and build.poll() is None, "Evidence did not start"
+    time.sleep(2)  # under way
+    build.send_signal(signum)
+    _, said = build.communicate(timeout=60)
+    assert build.returncode == 128 + signum, said
+    assert f"report build interrupted by {signal.Signals(signum).name}" in said and "Traceback" not in said, said
+    left = []
+    for _ in range(150):  # its grace: SIGTERM, then SIGKILL after 10 s
+        left = [p for sid in evidence for p in _session_members(sid)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == [], "Evidence's processes outlived pvbench"
+    assert not (tmp_path / "site").exists()
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
 
 
 # the ids Evidence's components draw at random for each render (menus, tabs): "Gc3Sf7R_W4"

@@ -28,6 +28,8 @@ import contextlib
 import json
 import logging
 import multiprocessing
+import multiprocessing.connection
+import os
 import queue
 import shutil
 import tempfile
@@ -653,7 +655,9 @@ class _ReadAhead:
     def _start(self) -> None:
         if self.pool is None and not self.given_up:
             try:
-                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                self.pool = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_end_with_parent
+                )
                 self.started = self.pool.submit(_started)
             except Exception as exc:
                 self._give_up(exc)
@@ -737,6 +741,25 @@ class _ReadAhead:
 def _started() -> None:
     """What a reader process runs first: nothing, but to run it the process imports this module
     (pydantic and the schema), which is most of its start."""
+
+
+def _end_with_parent() -> None:
+    """The reader process's initializer: it ends as soon as the aggregation that started it is
+    gone. An aggregation stopped with SIGKILL (the OOM killer, ``kill -9``) cannot shut its pool
+    down, and a pool's worker waits for its next task on a queue whose writing end it holds
+    itself: it never saw the end, and stayed for good (with the resource tracker), holding the
+    caller's stdout and stderr open, so a ``pvbench aggregate … | tee`` never returned either.
+    The spawned process's parent sentinel (multiprocessing.parent_process) becomes readable when
+    the parent exits, however it exits; nothing the reader holds is worth more than stopping."""
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pvbench-parent-watch", daemon=True).start()
 
 
 def build_compacts(

@@ -112,6 +112,7 @@ def _aggregate(
     snapshot: bool = True,
 ) -> None:
     from pvbench.analytics import AnalyticsError
+    from pvbench.fio.runner import Interrupted, check_interrupted, stop_on_signals
     from pvbench.pipeline import aggregate
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
@@ -119,26 +120,38 @@ def _aggregate(
 
     warnings: list[str] = []
     try:
-        with console.status("aggregating with DuckDB") as status:
+        # SIGTERM (`kill`, `timeout`, a deleted pod) as Ctrl-C: the aggregation unwinds, so its reader
+        # process stops, its temporary files go and the campaign's lock is released
+        with stop_on_signals(), console.status("aggregating with DuckDB") as status:
 
             def waiting(message: str) -> None:
                 console.print(f"[yellow]{message}[/]", soft_wrap=True)  # in a log too, not only the spinner
                 status.update(message)
 
-            where, counts = aggregate(
-                open_store(store_url),
-                campaign,
-                run,
-                out,
-                limits=limits,
-                failures=failures,
-                warn=warnings.append,
-                progress=status.update,
-                keep_snapshot=snapshot,
-                waiting=waiting,
-            )
+            try:
+                where, counts = aggregate(
+                    open_store(store_url),
+                    campaign,
+                    run,
+                    out,
+                    limits=limits,
+                    failures=failures,
+                    warn=warnings.append,
+                    progress=status.update,
+                    keep_snapshot=snapshot,
+                    waiting=waiting,
+                )
+            except Exception:
+                check_interrupted()  # the signal, where DuckDB made its own error of it ("Query interrupted")
+                raise
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
+    except Interrupted as exc:
+        fail(
+            f"aggregation {exc}: what it wrote is whole (each run's compact, the snapshot, the set of "
+            "tables); aggregate again to finish",
+            code=exc.exit_code,
+        )
     for line in warnings:
         console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
     console.print(f"aggregated into {where}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))

@@ -30,10 +30,10 @@ from pvbench.fio.runner import (
     FioError,
     FioRun,
     Interrupted,
-    _stop_group,
     check_interrupted,
     deferred_signals,
     fio_result,
+    stop_group,
 )
 
 
@@ -83,7 +83,7 @@ def _stop_all(clients: list[_Client], signum: int) -> None:
                 pass
     for client in clients:
         if client.proc is not None:
-            _stop_group(client.proc, signum)
+            stop_group(client.proc, signum)
 
 
 def run_fio_clients(

@@ -92,8 +92,9 @@ def check_interrupted() -> None:
         raise Interrupted(_state.received)
 
 
-def _stop_group(proc: subprocess.Popen, signum: int) -> None:
-    """Send ``signum`` to fio's process group, wait for it, SIGKILL what is left after the grace period."""
+def stop_group(proc: subprocess.Popen, signum: int) -> None:
+    """Send ``signum`` to ``proc``'s process group (it leads one: start_new_session), wait for it,
+    SIGKILL what is left after the grace period. fio's, and the report build's Evidence."""
     for sig, wait_s in ((signum, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -155,10 +156,10 @@ def run_fio(jobfile: str, timeout_s: float, fio: str = "fio") -> FioRun:
             check_interrupted()
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
-            _stop_group(proc, signal.SIGKILL)
+            stop_group(proc, signal.SIGKILL)
             raise FioError(f"fio did not finish within {timeout_s:.0f} s (storage hung?)") from exc
         except BaseException as exc:  # Interrupted, KeyboardInterrupt: stop fio before anything else
-            _stop_group(proc, exc.signum if isinstance(exc, Interrupted) else signal.SIGTERM)
+            stop_group(proc, exc.signum if isinstance(exc, Interrupted) else signal.SIGTERM)
             raise
         raw = out_path.read_text() if out_path.exists() else ""
         stderr = err_path.read_text(errors="replace").strip()

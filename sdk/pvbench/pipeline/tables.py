@@ -10,6 +10,7 @@ import duckdb
 
 from pvbench.analytics import runner
 from pvbench.analytics.tables import AnalyticsError
+from pvbench.fio.runner import deferred_signals
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import REPORT_COMPARISONS
@@ -126,7 +127,10 @@ def aggregate(
             progress=progress,
             keep_snapshot=keep_snapshot,
         )
-        if out is not None:
-            return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
-        prefix = analytics_prefix(campaign or "all")
-        return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)
+        # the tables are one set: a stop signal (pvbench aggregate's SIGTERM/SIGINT) while they are
+        # written waits for the last one, so a report never reads half of them from this aggregation
+        with deferred_signals(raise_after=False):
+            if out is not None:
+                return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
+            prefix = analytics_prefix(campaign or "all")
+            return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)

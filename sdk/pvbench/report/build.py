@@ -28,6 +28,7 @@ from typing import Iterator, Mapping
 
 from rich.console import Console
 
+from pvbench.fio.runner import stop_group
 from pvbench.pipeline import table_schemas
 from pvbench.report.bundles import (
     BUILD_LOCK,
@@ -240,6 +241,14 @@ def _project_lock(project: Path) -> Iterator[None]:
 _QUERY_ERROR = re.compile(r"^(?P<query>\S+) \| Error in Query! (?P<why>.+)$")
 
 
+def _next_line(lines: queue.Queue[str | None]) -> str | None:
+    """The step's next line of output; "" after half a second without one; None at its end."""
+    try:
+        return lines.get(timeout=0.5)
+    except queue.Empty:
+        return ""
+
+
 def _run_step(
     cmd: list[str],
     *,
@@ -280,37 +289,32 @@ def _run_step(
 
         threading.Thread(target=reader, daemon=True).start()
         last = ""
-        done = False
-        while not done:
-            try:
-                line = lines.get(timeout=0.5)
-            except queue.Empty:
-                line = ""
-            if line is None:
-                done = True
-            elif line:
-                clean = _ANSI.sub("", line).rstrip()
-                log.write(clean + "\n")
-                if clean.strip():
-                    tail.append(clean)
-                    last = clean.strip()
-                    failed = _QUERY_ERROR.match(last)
-                    if failed:
-                        failed_queries.setdefault(failed["query"], failed["why"])
-            elapsed = time.monotonic() - started
-            if status is not None:
-                status.update(f"[bold]{label}[/] {elapsed:4.0f}s  [dim]{last[:70]}[/]")
-            if elapsed > timeout_s:
-                os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                raise ReportError(
-                    f"{label} did not finish within {timeout_s:.0f}s (log: {log_path}). If it hung, check "
-                    "that ci/install-report.sh applied the air-gapped Parquet patch."
-                )
-        code = proc.wait()
+        try:
+            while (line := _next_line(lines)) is not None:
+                if line:
+                    clean = _ANSI.sub("", line).rstrip()
+                    log.write(clean + "\n")
+                    if clean.strip():
+                        tail.append(clean)
+                        last = clean.strip()
+                        failed = _QUERY_ERROR.match(last)
+                        if failed:
+                            failed_queries.setdefault(failed["query"], failed["why"])
+                elapsed = time.monotonic() - started
+                if status is not None:
+                    status.update(f"[bold]{label}[/] {elapsed:4.0f}s  [dim]{last[:70]}[/]")
+                if elapsed > timeout_s:
+                    raise ReportError(
+                        f"{label} did not finish within {timeout_s:.0f}s (log: {log_path}). If it hung, check "
+                        "that ci/install-report.sh applied the air-gapped Parquet patch."
+                    )
+            code = proc.wait()
+        except BaseException:
+            # stopped (Ctrl-C, SIGTERM, a timeout, an error here): Evidence goes too. It runs in a
+            # session of its own, which Ctrl-C at the terminal never reaches; left running, it went
+            # on writing reports/build/ under the next build once the project's lock was released
+            stop_group(proc, signal.SIGTERM)
+            raise
     if code != 0:
         raise ReportError(f"{label} failed (exit {code}); log: {log_path}\n" + "\n".join(tail))
     if query_errors_fail and failed_queries:

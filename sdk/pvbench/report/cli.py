@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from pvbench.fio.runner import Interrupted, stop_on_signals
 from pvbench.report.build import ReportError, build_report, prime_bundles
 from pvbench.report.fetch import STORE_ENV, URL_ENV, fetch_report, is_store_url, published, report_location
 from pvbench.report.serve import make_server, make_store_server, serve_until_interrupted
@@ -18,9 +19,9 @@ app = typer.Typer(help="Build and serve the Evidence report.", no_args_is_help=T
 _err = Console(stderr=True)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     _err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 @app.command("build")
@@ -35,9 +36,12 @@ def build(
 ) -> None:
     """Build the static report site (about 2 minutes, under 1 when an earlier build of the same pages left its bundles; works offline)."""
     try:
-        site = build_report(data, out, title=title)
+        with stop_on_signals():  # SIGTERM as Ctrl-C: the Evidence build is stopped with pvbench
+            site = build_report(data, out, title=title)
     except ReportError as exc:
         _fail(str(exc))
+    except Interrupted as exc:
+        _fail(f"report build {exc}; the Evidence build was stopped with it", code=exc.exit_code)
     _err.print(f"serve it with: pvbench report serve {site}")
 
 
@@ -48,9 +52,12 @@ def prime(
     """Compile the site's bundles ahead of the first report (a build over empty tables), so that
     report builds of the same pages and title take under a minute (the report image runs this)."""
     try:
-        prime_bundles(title=title)
+        with stop_on_signals():
+            prime_bundles(title=title)
     except ReportError as exc:
         _fail(str(exc))
+    except Interrupted as exc:
+        _fail(f"report prime {exc}; the Evidence build was stopped with it", code=exc.exit_code)
 
 
 @app.command("locate")
