@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from cli_helpers import PVBENCH
+from proc_helpers import alive, children
 from stats_helpers import write
 from test_compact import night
 
@@ -38,28 +39,6 @@ def big_store(tmp_path_factory) -> Path:
     write(store, [d for day in range(1, RUNS + 1) for d in night(f"n{day}", day, reps=PER_RUN // 2)])
     assert RUNS * PER_RUN > 2 * FIRST_BATCH_DOCUMENTS
     return store
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (/proc: Linux)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:  # gone meanwhile
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie is not: it has ended and waits to be reaped)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _aggregate(store: Path, out: Path, tmp: Path) -> subprocess.Popen:
@@ -81,7 +60,7 @@ def _stopped_while_reading(store: Path, work: Path, signum: int) -> tuple[subpro
     proc = _aggregate(copy, work / "tables", work / "tmp")
     deadline, helpers = time.monotonic() + 120, []
     while proc.poll() is None and time.monotonic() < deadline:
-        helpers = _children(proc.pid)  # the reader process and multiprocessing's resource tracker
+        helpers = children(proc.pid)  # the reader process and multiprocessing's resource tracker
         if len(helpers) >= 2:
             break
         time.sleep(0.05)
@@ -93,10 +72,11 @@ def _stopped_while_reading(store: Path, work: Path, signum: int) -> tuple[subpro
 
 
 def _gone(pids: list[int], within_s: float = 10) -> list[int]:
+    """Those of ``pids`` still running after ``within_s``."""
     deadline = time.monotonic() + within_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while alive(pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
+    return alive(pids)
 
 
 def _headline(tables: Path) -> list[tuple]:

@@ -36,6 +36,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from browser_helpers import browse
+from proc_helpers import children, processes
 from report_fixture import write_synthetic_results
 
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
@@ -102,6 +103,11 @@ def evidence_project_copy(reports: Path, dest: Path) -> Path:
     )
     (dest / "node_modules").symlink_to(reports / "node_modules", target_is_directory=True)
     return dest
+
+
+def report_build_command(data: Path, site: Path, *options: str) -> list[str]:
+    """`pvbench report build` as a user runs it (the CLI, in its own process)."""
+    return [sys.executable, "-m", "pvbench.cli", "report", "build", "--data", str(data), "--out", str(site), *options]
 
 
 def painted(chart: dict) -> bool:
@@ -189,19 +195,7 @@ def full_site(reports, tmp_path_factory) -> Site:
     write_synthetic_results(work / "store")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
     pvbench("aggregate", "--store", str(work / "store"), "--out", str(work / "data"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "pvbench.cli",
-        "report",
-        "build",
-        "--data",
-        str(work / "data"),
-        "--out",
-        str(work / "site"),
-        "--title",
-        "pvbench test report",
-    ]
+    cmd = report_build_command(work / "data", work / "site", "--title", "pvbench test report")
     offline = can_unshare_net()
     if offline:
         cmd = ["unshare", "-n", *cmd]  # a network namespace with only a (down) loopback
@@ -798,20 +792,6 @@ def test_a_campaign_without_results_still_gets_its_report(thesis_site, tmp_path)
     assert (site / "index.html").is_file() and (site / "runs" / "index.html").is_file()
 
 
-def _session_members(sid: int) -> list[int]:
-    """The live processes of session ``sid`` (/proc: Linux)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stopped_build_stops_evidence_too(reports, tmp_path, signum):
     """Evidence runs in a session of its own (so a timeout can stop its whole group), which Ctrl-C
@@ -822,27 +802,16 @@ def test_a_stopped_build_stops_evidence_too(reports, tmp_path, signum):
     project = evidence_project_copy(reports, tmp_path / "reports")
     write_empty_tables(tmp_path / "data")
     build = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pvbench.cli",
-            "report",
-            "build",
-            "--data",
-            tmp_path / "data",
-            "--out",
-            tmp_path / "site",
-        ],
+        report_build_command(tmp_path / "data", tmp_path / "site"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PVBENCH_REPORTS_DIR": str(project)},
     )
-    evidence: list[int] = []
+    evidence: list[int] = []  # pvbench's child, the leader of a session of its own (start_new_session)
     deadline = time.monotonic() + 60
     while not evidence and build.poll() is None and time.monotonic() < deadline:
-        # Evidence: pvbench's child, the leader of a session of its own (start_new_session)
-        evidence = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == build.pid]
+        evidence = children(build.pid)
         time.sleep(0.1)
     assert evidence and build.poll() is None, "Evidence did not start"
     time.sleep(2)  # under way
@@ -852,19 +821,12 @@ def test_a_stopped_build_stops_evidence_too(reports, tmp_path, signum):
     assert f"report build interrupted by {signal.Signals(signum).name}" in said and "Traceback" not in said, said
     left = []
     for _ in range(150):  # its grace: SIGTERM, then SIGKILL after 10 s
-        left = [p for sid in evidence for p in _session_members(sid)]
+        left = [p.pid for p in processes() if p.session in evidence and p.alive]
         if not left:
             break
         time.sleep(0.1)
     assert left == [], "Evidence's processes outlived pvbench"
     assert not (tmp_path / "site").exists()
-
-
-def _parent(proc: Path) -> int | None:
-    try:
-        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return None
 
 
 # the ids Evidence's components draw at random for each render (menus, tabs): "Gc3Sf7R_W4"
