@@ -222,3 +222,24 @@ def test_sigterm_stops_fio_and_removes_its_temp_files(tmp_path, monkeypatch, fio
         render_jobfile(profile, [profile.test("randread-lat")], resolve_timing(profile, "0s", "200ms", "1M"), target),
         60,
     )
+
+
+def test_a_stop_signal_inside_duckdb_is_still_the_signal():
+    """DuckDB runs a query with the GIL released and checks for Python signals meanwhile: the
+    ``Interrupted`` a SIGTERM raises inside it comes out as DuckDB's own error ("Query
+    interrupted"). Leaving stop_on_signals, it is the signal again (pvbench aggregate exits 143
+    with its one line, not a traceback)."""
+    import duckdb
+
+    def terminate_soon():
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate_soon)
+    with pytest.raises(Interrupted) as err:
+        with stop_on_signals():
+            killer.start()
+            duckdb.sql("select count(*) from range(100000000000) a").fetchall()  # minutes, unless stopped
+    killer.join()
+    assert err.value.name == "SIGTERM" and err.value.exit_code == 143
+    assert not isinstance(err.value.__cause__, Interrupted)  # DuckDB's error, kept as the cause

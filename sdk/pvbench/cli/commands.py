@@ -112,7 +112,7 @@ def _aggregate(
     snapshot: bool = True,
 ) -> None:
     from pvbench.analytics import AnalyticsError
-    from pvbench.fio.runner import Interrupted, check_interrupted, stop_on_signals
+    from pvbench.fio.runner import Interrupted, stop_on_signals
     from pvbench.pipeline import aggregate
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
@@ -128,22 +128,18 @@ def _aggregate(
                 console.print(f"[yellow]{message}[/]", soft_wrap=True)  # in a log too, not only the spinner
                 status.update(message)
 
-            try:
-                where, counts = aggregate(
-                    open_store(store_url),
-                    campaign,
-                    run,
-                    out,
-                    limits=limits,
-                    failures=failures,
-                    warn=warnings.append,
-                    progress=status.update,
-                    keep_snapshot=snapshot,
-                    waiting=waiting,
-                )
-            except Exception:
-                check_interrupted()  # the signal, where DuckDB made its own error of it ("Query interrupted")
-                raise
+            where, counts = aggregate(
+                open_store(store_url),
+                campaign,
+                run,
+                out,
+                limits=limits,
+                failures=failures,
+                warn=warnings.append,
+                progress=status.update,
+                keep_snapshot=snapshot,
+                waiting=waiting,
+            )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
     except Interrupted as exc:

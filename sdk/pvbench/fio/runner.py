@@ -62,11 +62,17 @@ def _on_signal(signum, frame) -> None:
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT raise ``Interrupted`` (main thread only)."""
+    """While inside, SIGTERM and SIGINT raise ``Interrupted`` (main thread only). An error that
+    ends the block after a stop signal came is that signal: a library may have made its own error
+    of the ``Interrupted`` raised inside it (DuckDB's "Query interrupted")."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
     _state.received = None
     try:
         yield
+    except Exception as exc:
+        if _state.received is not None and not isinstance(exc, Interrupted):
+            raise Interrupted(_state.received) from exc
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
