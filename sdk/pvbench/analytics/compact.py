@@ -25,6 +25,7 @@ then read the compacts only: aggregating a campaign never re-parses JSON it has 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import multiprocessing
@@ -268,13 +269,32 @@ def read_run(store: Store, listing: RunListing) -> ReadRun:
     Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into
     the batch with their source_key and cell_key in front.
     """
-    read = ReadRun(listing, tempfile.mkdtemp(prefix="pvbench-compact-"))
+    try:
+        read = ReadRun(listing, tempfile.mkdtemp(prefix="pvbench-compact-"))
+    except OSError as exc:
+        raise _temporary_folder_error(listing, tempfile.gettempdir(), exc) from exc
     try:
         _read_into(store, read)
+    except OSError as exc:  # writing the batch: an unreadable document is a row, not an error
+        read.cleanup()
+        raise _temporary_folder_error(listing, read.folder, exc) from exc
     except BaseException:
         read.cleanup()
         raise
     return read
+
+
+def _temporary_folder_error(listing: RunListing, folder: str, exc: OSError) -> AnalyticsError:
+    """What stopped the run's batch from being written, in one line (and, for a full disk, the room
+    an aggregation needs there)."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        why += (
+            f": an aggregation keeps the documents it compacts there, up to {BATCHES_AHEAD} batches of "
+            f"{BATCH_DOCUMENTS:,} (~{BATCHES_AHEAD * BATCH_DOCUMENTS * 2 // 1000} MB of results of ~2 KB); "
+            "free some, or point TMPDIR at a larger folder"
+        )
+    return AnalyticsError(f"cannot write run {listing.run}'s documents to the temporary folder {folder}: {why}")
 
 
 def _read_into(store: Store, read: ReadRun) -> None:

@@ -661,11 +661,22 @@ def write_parquet(
     root: Path | None = None,
     extra_tables: Sequence[str] = (),
 ) -> dict[str, int]:
-    """Write every output table as <prefix>/<table>.parquet; returns row counts."""
+    """Write every output table as <prefix>/<table>.parquet; returns row counts.
+
+    The tables are one set: into a directory they are written beside it first (a hidden folder in
+    it) and moved in once all are, so a full disk or a bad directory leaves the tables that were
+    there as they were, never half of them replaced (AnalyticsError, with why)."""
     counts: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="pvbench-parquet-") as tmp:
-        local_dir = Path(out) if isinstance(out, Path) else Path(tmp)
-        local_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(out, Path):
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            scratch = tempfile.TemporaryDirectory(prefix=".pvbench-tables-", dir=out)
+        except OSError as exc:
+            raise AnalyticsError(f"cannot write the campaign's tables to {out}: {exc.strerror or exc}") from exc
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="pvbench-parquet-")
+    with scratch as tmp:
+        local_dir = Path(tmp)
         files = [local_dir / f"{table}.parquet" for table in output_tables(root, extra_tables)]
 
         def copy(path: Path) -> int:
@@ -678,9 +689,15 @@ def write_parquet(
         # a table each per core at once: most are small, and one COPY of a small table keeps one
         # core busy (the ~30 tables of a 100,000-result campaign: 0.25 s one after the other,
         # 0.17 s two at once on 2 cores)
-        with ThreadPoolExecutor(max(1, int(duckdb_settings()["threads"]))) as pool:
-            counts.update(zip((p.stem for p in files), pool.map(copy, files)))
-        if not isinstance(out, Path):
+        try:
+            with ThreadPoolExecutor(max(1, int(duckdb_settings()["threads"]))) as pool:
+                counts.update(zip((p.stem for p in files), pool.map(copy, files)))
+        except (duckdb.Error, OSError) as exc:  # e.g. "Could not write file …: No space left on device"
+            raise AnalyticsError(f"cannot write the campaign's tables to {out}: {exc}") from exc
+        if isinstance(out, Path):
+            for p in files:
+                os.replace(p, out / p.name)
+        else:
             out.put_many((f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files)
     return counts
 

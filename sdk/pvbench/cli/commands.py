@@ -111,6 +111,8 @@ def _aggregate(
     failures: list[dict] | None = None,
     snapshot: bool = True,
 ) -> None:
+    import duckdb
+
     from pvbench.analytics import AnalyticsError
     from pvbench.fio.runner import Interrupted, stop_on_signals
     from pvbench.pipeline import aggregate
@@ -142,6 +144,8 @@ def _aggregate(
             )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
+    except (OSError, duckdb.Error) as exc:  # the machine's, not the data's: a full disk, a folder not writable
+        fail(f"aggregation failed: {exc}{_temporary_folder_hint(exc)}", code=1 if failures else 2)
     except Interrupted as exc:
         fail(
             f"aggregation {exc}: what it wrote is whole (each run's compact, the snapshot, the set of "
@@ -154,6 +158,16 @@ def _aggregate(
     for f in failures or []:
         what = f"{f['storage_class']} · {f['workload']} rep {f['rep']}" if f["storage_class"] else f["node"]
         console.print(f"[red]failed[/] {what}: {f['phase']}: {f['message']}")
+
+
+def _temporary_folder_hint(exc: Exception) -> str:
+    """Where the disk that filled up is the temporary folder's: what to do about it."""
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    if "No space left" in str(exc) and folder in str(exc):
+        return f"; the temporary folder {folder} is full: free some, or point TMPDIR at a larger folder"
+    return ""
 
 
 @app.command("aggregate")

@@ -116,9 +116,9 @@ def _imported_store(ctx: Ctx, reps: int = 3) -> Path:
     return store
 
 
-def _aggregate(ctx: Ctx, store: Path):
-    out = ctx.tmp / "parquet"
-    proc = ctx.cli("aggregate", "--store", str(store), "--campaign", "c", "--out", str(out))
+def _aggregate(ctx: Ctx, store: Path, out: Path | None = None, env: dict[str, str] | None = None):
+    out = out or ctx.tmp / "parquet"
+    proc = ctx.cli("aggregate", "--store", str(store), "--campaign", "c", "--out", str(out), env=env)
     counts = {}
     if proc.returncode == 0:
         import duckdb
@@ -317,6 +317,49 @@ def spool_on_full_disk(ctx: Ctx) -> Outcome:
         )
 
 
+def aggregate_with_full_temporary_folder(ctx: Ctx) -> Outcome:
+    # the documents an aggregation compacts are batched in the temporary folder (TMPDIR)
+    with _tmpfs(ctx.tmp / "tmpdir", size="1m") as tmpdir:
+        if tmpdir is None:
+            return SKIPPED_NO_TMPFS
+        store = _imported_store(ctx, reps=10)  # 20 documents, ~40 KB a batch
+        # room for Python's probe of the folder (a folder with none at all is passed over for
+        # /tmp), not for the batch
+        _fill(tmpdir, leave=8192)
+        proc, _ = _aggregate(ctx, store, env={"TMPDIR": str(tmpdir)})
+        ok, shown = clear_error(proc, "temporary folder", "no space left", "TMPDIR")
+        left = [p.name for p in tmpdir.iterdir() if p.name != "filler"]
+        (tmpdir / "filler").unlink()
+        again, counts = _aggregate(ctx, store, env={"TMPDIR": str(tmpdir)})
+        ok = ok and not left and again.returncode == 0 and counts.get("result_rows") == 20
+        return Outcome(
+            ok,
+            shown,
+            f"{len(left)} temporary files left; with room again: {counts.get('result_rows')} of 20 results counted",
+        )
+
+
+def aggregate_out_on_full_disk(ctx: Ctx) -> Outcome:
+    with _tmpfs(ctx.tmp / "full", size="256k") as disk:
+        if disk is None:
+            return SKIPPED_NO_TMPFS
+        store = _imported_store(ctx)
+        first, _ = _aggregate(ctx, store, out=disk / "tables")  # the tables of 6 results fit
+        before = {p.name: p.read_bytes() for p in (disk / "tables").iterdir()}
+        more = [_row(sc, rep, value="200", occasion="2") for sc in ("Portworx", "OpenEBS") for rep in range(1, 4)]
+        ctx.cli("import", "thesis-csv", _csv(ctx, *more), "--store", str(store), "--campaign", "c")
+        _fill(disk)
+        proc, _ = _aggregate(ctx, store, out=disk / "tables")
+        ok, shown = clear_error(proc, "cannot write the campaign's tables", "no space left")
+        after = {p.name: p.read_bytes() for p in (disk / "tables").iterdir()}
+        return Outcome(
+            ok and first.returncode == 0 and after == before,
+            shown,
+            f"the {len(before)} tables of the aggregation before: "
+            + ("all as they were, none replaced" if after == before else "CHANGED"),
+        )
+
+
 # ---------------------------------------------------------------- 5. store URLs and settings
 NO_S3 = {"PVBENCH_S3_ENDPOINT": "", "S3_ENDPOINT": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
 
@@ -392,6 +435,8 @@ CASES = [
     Case("store", "CSV value `-5`", _import_refused("-5")),
     Case("store", "local store on a full disk (import)", import_into_full_disk),
     Case("store", "spool on a full disk, S3 up", spool_on_full_disk, needs=("fio", "minio")),
+    Case("store", "`aggregate` with its temporary folder full", aggregate_with_full_temporary_folder),
+    Case("store", "`aggregate --out` on a full disk", aggregate_out_on_full_disk),
     Case("store", "store `s3://` (no bucket)", _store_url_refused("s3://", "names no bucket")),
     Case("store", "store `ftp://host/x`", _store_url_refused("ftp://host/x", "unsupported store URL")),
     Case(
