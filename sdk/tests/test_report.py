@@ -893,3 +893,41 @@ def test_no_request_leaves_loopback_and_no_errors(which, request):
         shot = Path(page["screenshot"])
         assert shot.is_file() and shot.stat().st_size > 20_000
     assert not [str(p) for p in site.site.rglob("*.html") if b"Search Failed" in p.read_bytes()]
+
+
+def _fake_site(root: Path, text: str, size: int = 0) -> Path:
+    (root / "_app").mkdir(parents=True)
+    (root / "index.html").write_text(text)
+    (root / "_app" / "bundle.js").write_bytes(b"x" * size)
+    return root
+
+
+def test_a_site_replaces_the_report_in_its_folder_only_once_it_is_whole(tmp_path):
+    """build_report's last step (report.build._install_site): the new site is copied beside the
+    folder and renamed into place. On a disk without room for it, the report that was there stays
+    as it was and the error is one line (it used to be removed first, and the failed copy's
+    traceback listed every file)."""
+    from pvbench.report.build import _install_site
+
+    out = tmp_path / "site"
+    _install_site(_fake_site(tmp_path / "built1", "first"), out)
+    _install_site(_fake_site(tmp_path / "built2", "second"), out)
+    assert (out / "index.html").read_text() == "second" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "built1",
+        "built2",
+        "site",
+    ]
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        _install_site(_fake_site(tmp_path / "built3", "third"), disk / "site")
+        with pytest.raises(ReportError) as err:
+            _install_site(_fake_site(tmp_path / "built4", "fourth", size=256 * 1024), disk / "site")
+        assert "cannot write the report to" in str(err.value) and "No space left" in str(err.value)
+        assert "\n" not in str(err.value)
+        assert (disk / "site" / "index.html").read_text() == "third"
+        assert sorted(p.name for p in disk.iterdir()) == ["site"]  # nothing half-copied left beside it
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -391,15 +391,42 @@ def build_report(
         built = project / "build"
         if not _is_site(built):
             raise ReportError(f"evidence build finished but {built} holds no site; log: {log_path}")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(built, out_dir)
+        _install_site(built, out_dir)
         reused = REUSED_LOG_LINE in log_path.read_text(encoding="utf-8", errors="replace")
     rows = ", ".join(f"{t.removeprefix('report_')} {n}" for t, n in counts.items())
     how = "bundles reused" if reused else "bundles compiled" + (f", kept in {cache}" if cache else "")
     console.print(f"report built in {time.monotonic() - started:.0f}s ({how}) → {out_dir}  [dim]({rows})[/]")
     return out_dir
+
+
+def _install_site(built: Path, out_dir: Path) -> None:
+    """Copy the built site to ``out_dir``, replacing the report there only once the copy is whole:
+    it is copied beside it first, then renamed into place. A full disk or a folder pvbench may not
+    write is a ReportError and leaves the previous report as it was (it used to be removed before
+    the copy, and a copy that failed part-way left half a site and a traceback listing every file)."""
+    staging = out_dir.with_name(f".{out_dir.name}.pvbench-new")
+    old = out_dir.with_name(f".{out_dir.name}.pvbench-old")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        for leftover in (staging, old):  # of a build killed while it copied
+            shutil.rmtree(leftover, ignore_errors=True)
+        shutil.copytree(built, staging)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ReportError(f"cannot write the report to {out_dir}: {_first_error(exc)}") from exc
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(staging, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _first_error(exc: OSError) -> str:
+    """An OSError in one line: shutil.copytree's Error lists every file that failed, with why."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        source, target, why = exc.args[0][0]
+        more = len(exc.args[0]) - 1
+        return f"{why}" + (f" (and {more} more file{'s' if more > 1 else ''})" if more else "")
+    return str(exc)
 
 
 def write_empty_tables(data_dir: Path) -> None:

@@ -30,7 +30,11 @@ def build(
         Path, typer.Option("--data", help="Directory with the report_*.parquet tables (pvbench aggregate --out)")
     ],
     out: Annotated[
-        Path, typer.Option("--out", help="Where to write the static site (replaced if it is a previous report)")
+        Path,
+        typer.Option(
+            "--out",
+            help="Where to write the static site (a previous report there is replaced once the new one is whole)",
+        ),
     ],
     title: Annotated[Optional[str], typer.Option("--title", help="Site title")] = None,
 ) -> None:
