@@ -451,6 +451,11 @@ def test_stage_data_checks_the_contract(tmp_path):
     con.execute(f"COPY (SELECT 'c' AS campaign) TO '{data / 'report_overview.parquet'}' (FORMAT parquet)")
     with pytest.raises(ReportError, match="report_overview.parquet lacks column"):
         stage_data(data, tmp_path / "staged")
+    # a table cut short (a copy interrupted): named, one line, not DuckDB's traceback
+    whole = (data / "report_overview.parquet").read_bytes()
+    (data / "report_overview.parquet").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ReportError, match="report_overview.parquet is not a readable Parquet table"):
+        stage_data(data, tmp_path / "staged")
     (data / "report_runs.parquet").unlink()
     with pytest.raises(ReportError, match="report_runs.parquet"):
         stage_data(data, tmp_path / "staged")

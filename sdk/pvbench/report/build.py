@@ -160,7 +160,15 @@ def check_installed(project: Path | None = None) -> Path:
 
 
 def _columns(con, path: Path) -> dict[str, str]:
-    rows = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+    import duckdb
+
+    try:
+        rows = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+    except duckdb.Error as exc:  # truncated (a copy cut short), not Parquet at all
+        why = str(exc).splitlines()[0]
+        raise ReportError(
+            f"{path} is not a readable Parquet table ({why}): write the tables again with `pvbench aggregate --out DIR`"
+        ) from exc
     return {r[0]: r[1] for r in rows}
 
 
