@@ -7,6 +7,7 @@ nothing is counted twice; DuckDB stays within what the process may use; S3 listi
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -597,3 +598,30 @@ def test_a_valid_documents_row_is_the_row_any_other_row_is_written_as():
     fast = compact._valid_row(json.dumps(key), 2048, json.dumps(version), json.dumps(key))
     assert fast.endswith("\n") and json.loads(fast) == json.loads(row_line(row, compact.DOCUMENT_COLUMNS))
     assert list(json.loads(fast)) == list(compact.DOCUMENT_COLUMNS)
+
+
+def _cut_short(path) -> None:
+    """A file as a full disk or an interrupted copy leaves it: its first bytes only."""
+    path.write_bytes(path.read_bytes()[:300])
+
+
+def test_a_compact_that_cannot_be_read_is_made_again_from_the_documents(tmp_path):
+    # the documents are the archive: a damaged compact table costs a warning and a rebuild, never
+    # the campaign (it failed every aggregation, until the file was removed by hand)
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    store = open_store(str(tmp_path))
+    aggregate(store, "syn", keep_snapshot=False)  # the runs are read from their compacts
+    _cut_short(tmp_path / "compact" / "campaign=syn" / "run=n2" / "occasion_measurements.parquet")
+    said: list[str] = []
+    aggregate(store, "syn", warn=said.append)  # and writes the snapshot
+    assert any("run=n2 cannot be read" in w and "made again from its documents" in w for w in said), said
+    assert headline_n(build_tables(store, "syn", extras=False)) == {"fast": 6, "slow": 6}
+    # adding a run while another run's compact is damaged (and read: no snapshot holds the run):
+    # that run is made again, the new one added
+    shutil.rmtree(tmp_path / "snapshot")
+    write(tmp_path, night("n3", 3))
+    _cut_short(tmp_path / "compact" / "campaign=syn" / "run=n1" / "run_cells.parquet")
+    said.clear()
+    aggregate(store, "syn", "n3", warn=said.append, keep_snapshot=False)
+    assert any("run=n1 cannot be read" in w for w in said), said
+    assert headline_n(build_tables(store, "syn", extras=False)) == {"fast": 9, "slow": 9}

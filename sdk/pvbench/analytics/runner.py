@@ -50,7 +50,7 @@ from pvbench.analytics.tables import (
 )
 from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
 from pvbench.store import LocalStore, Store
-from pvbench.store.layout import PARQUET_TYPE, results_prefix, slug
+from pvbench.store.layout import COMPACT_ROOT, PARQUET_TYPE, results_prefix, slug
 
 # The table of every measured value, one row each (made when a run is compacted).
 VALUES_TABLE = "result_values"
@@ -389,7 +389,42 @@ def install_failures(con: duckdb.DuckDBPyConnection) -> None:
 Step = Callable[[duckdb.DuckDBPyConnection], None]
 
 
-def build_tables(
+# A run's compact file as an error names it: a local store's path, an s3:// URL or the local copy
+# of one (copies keep their keys' folders)
+_BROKEN_COMPACT = re.compile(rf"(?:^|[/'\"\s])({COMPACT_ROOT}/campaign=([^/\s'\"]+)/run=([^/\s'\"]+))/")
+
+
+def build_tables(store: Store, campaign: str | None = None, run: str | None = None, root: Path | None = None, **kw):
+    """_build_tables, healing what it can: a run's compact is made from its documents (the
+    archive), so a compact file that cannot be read (cut short by a full disk, damaged by a copy)
+    is not the end of the campaign (it failed every aggregation, until removed by hand). DuckDB's
+    error names the file: the run's compact is made again from its documents, with a warning, and
+    the tables are built again; once (a second error is raised). An unreadable snapshot is read
+    past already (snapshot.load_compacts)."""
+    try:
+        return _build_tables(store, campaign, run, root, **kw)
+    except (duckdb.Error, AnalyticsError) as exc:
+        broken = _BROKEN_COMPACT.search(str(exc))
+        if broken is None:
+            raise
+        compact = Compact(broken.group(2), broken.group(3))
+        why = str(exc).splitlines()[0]
+        warn = kw.get("warn") or log.warning
+        warn(f"{broken.group(1)} cannot be read ({why}): run {compact.run}'s compact is made again from its documents")
+        _remake_compact(store, compact, root)
+    return _build_tables(store, campaign, run, root, **kw)
+
+
+def _remake_compact(store: Store, compact: Compact, root: Path | None) -> None:
+    store.delete(compact.documents_key)  # written last: a compact without it is made again, whole
+    con = connect()
+    try:
+        refresh_compacts(store, con, compact.campaign, compact.run, root, kept=Kept())
+    finally:
+        con.close()
+
+
+def _build_tables(
     store: Store,
     campaign: str | None = None,
     run: str | None = None,
