@@ -395,12 +395,12 @@ _BROKEN_COMPACT = re.compile(rf"(?:^|[/'\"\s])({COMPACT_ROOT}/campaign=([^/\s'\"
 
 
 def build_tables(store: Store, campaign: str | None = None, run: str | None = None, root: Path | None = None, **kw):
-    """_build_tables, healing what it can: a run's compact is made from its documents (the
-    archive), so a compact file that cannot be read (cut short by a full disk, damaged by a copy)
-    is not the end of the campaign (it failed every aggregation, until removed by hand). DuckDB's
-    error names the file: the run's compact is made again from its documents, with a warning, and
-    the tables are built again; once (a second error is raised). An unreadable snapshot is read
-    past already (snapshot.load_compacts)."""
+    """_build_tables (its arguments, its tables), healing what it can: a run's compact is made from
+    its documents (the archive), so a compact file that cannot be read (cut short by a full disk,
+    damaged by a copy) is not the end of the campaign (it failed every aggregation, until removed
+    by hand). DuckDB's error names the file: the run's compact is made again from its documents,
+    with a warning, and the tables are built again; once (a second error is raised). An
+    unreadable snapshot is read past already (snapshot.load_compacts)."""
     try:
         return _build_tables(store, campaign, run, root, **kw)
     except (duckdb.Error, AnalyticsError) as exc:
