@@ -19,11 +19,11 @@ from pvbench.fio.barrier import Barrier
 from pvbench.fio.clients import run_fio_clients
 from pvbench.fio.merge import ClientOutput, merge_clients, merge_raw, read_clients_raw
 from pvbench.fio.parse import fio_percentile_threshold
-from pvbench.fio.runner import Interrupted, stop_on_signals
 from pvbench.fio.target import client_dirs, remove_fio_files
 from pvbench.local.config import load_config
 from pvbench.local.runner import plan_run, run_local
 from pvbench.profiles import FioTest, ProfileError, Timing, load_profile, render_jobfile
+from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store import open_store
 
 QUICK = TimingOverrides(ramp="200ms", runtime="1s", size="8M")

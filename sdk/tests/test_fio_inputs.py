@@ -14,12 +14,13 @@ import yaml
 
 from pvbench.cells.cell import MAX_REPETITIONS
 from pvbench.cells.matrix import expand
-from pvbench.fio.runner import Interrupted, run_fio, stop_on_signals
+from pvbench.fio.runner import run_fio
 from pvbench.fio.target import check_target, fio_files, remove_fio_files
 from pvbench.local.config import ConfigError, load_config
 from pvbench.local.runner import default_run_id, existing_results
 from pvbench.profiles import PROFILES, ProfileError, load_profile, render_jobfile, resolve_timing
 from pvbench.profiles.jobfile import fio_path
+from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]

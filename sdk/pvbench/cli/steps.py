@@ -300,9 +300,10 @@ def fio_step(
 def _run_whole_cell(plan, labels, target: Path, cleanup: bool):
     """Every client of the cell here (one fio, or N behind the file barrier), its lifecycle read first."""
     from pvbench.cells.run import run_cell
-    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
+    from pvbench.fio.runner import FioError
     from pvbench.fio.target import remove_fio_files
     from pvbench.kube.lifecycle import read_own
+    from pvbench.stopping import Interrupted, stop_on_signals
 
     cell = plan.cell
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
@@ -345,9 +346,10 @@ def _run_pod_client(plan, number: int, barrier: str, out: Path, shared: bool, cl
 
     from pvbench.cells.clients import run_pod_client
     from pvbench.fio.pod_barrier import BarrierClient
-    from pvbench.fio.runner import FioError, Interrupted, stop_on_signals
+    from pvbench.fio.runner import FioError
     from pvbench.fio.target import client_dir, remove_fio_files
     from pvbench.kube.lifecycle import read_own
+    from pvbench.stopping import Interrupted, stop_on_signals
 
     if shared:  # the cell's one volume: this client's own directory of it, as in local mode
         own = client_dir(plan.target, number)

@@ -26,15 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from pvbench.fio.barrier import POLL_S, Barrier
-from pvbench.fio.runner import (
-    FioError,
-    FioRun,
-    Interrupted,
-    check_interrupted,
-    deferred_signals,
-    fio_result,
-    stop_group,
-)
+from pvbench.fio.runner import FioError, FioRun, fio_result
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Run fio on a job file and return its json+ output, or a readable error.
 
 fio runs in its own process group. When pvbench is asked to stop (SIGTERM from Kubernetes or
-``kill``, SIGINT from Ctrl-C) while fio runs, ``stop_on_signals`` turns the signal into
+``kill``, SIGINT from Ctrl-C) while fio runs, ``pvbench.stopping`` turns the signal into
 ``Interrupted``; ``run_fio`` then passes the signal on to fio's whole group, waits for it to
 end (SIGKILL after a grace period), removes its temporary files and re-raises, so callers
 clean the target, keep what is stored and exit non-zero. No fio is left running as an orphan.
@@ -9,9 +9,7 @@ clean the target, keep what is stored and exit non-zero. No fio is left running 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -19,104 +17,12 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
 
-# How long fio may take to stop after the forwarded signal before it is killed (Kubernetes
-# gives a pod 30 s in all between SIGTERM and SIGKILL).
-STOP_GRACE_S = 10.0
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group
 
 
 class FioError(RuntimeError):
     """fio could not run, was killed, or reported a failed job."""
-
-
-class Interrupted(Exception):
-    """pvbench itself was asked to stop (SIGTERM/SIGINT); fio has been stopped."""
-
-    def __init__(self, signum: int):
-        self.signum = signum
-        self.name = signal.Signals(signum).name
-        super().__init__(f"interrupted by {self.name}")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
-
-class _SignalState:
-    received: int | None = None
-    deferred: int = 0  # inside `deferred_signals()`: remember the signal, raise on leaving
-
-
-_state = _SignalState()
-
-
-def _on_signal(signum, frame) -> None:
-    if _state.received is not None:
-        return  # already stopping: a second signal does not interrupt the cleanup
-    _state.received = signum
-    if not _state.deferred:
-        raise Interrupted(signum)
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT raise ``Interrupted`` (main thread only). An error that
-    ends the block after a stop signal came is that signal: a library may have made its own error
-    of the ``Interrupted`` raised inside it (DuckDB's "Query interrupted")."""
-    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
-    _state.received = None
-    try:
-        yield
-    except Exception as exc:
-        if _state.received is not None and not isinstance(exc, Interrupted):
-            raise Interrupted(_state.received) from exc
-        raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        _state.received = None  # handled here; a later run in this process starts afresh
-
-
-@contextlib.contextmanager
-def deferred_signals(raise_after: bool = True) -> Iterator[None]:
-    """A signal arriving inside (e.g. while a result is written) takes effect on leaving
-    (or, with ``raise_after=False``, at the caller's next ``check_interrupted()``)."""
-    _state.deferred += 1
-    try:
-        yield
-    finally:
-        _state.deferred -= 1
-    if raise_after:
-        check_interrupted()
-
-
-def check_interrupted() -> None:
-    """Raise ``Interrupted`` if a stop signal came while it could not be raised."""
-    if _state.received is not None and not _state.deferred:
-        raise Interrupted(_state.received)
-
-
-def stop_group(proc: subprocess.Popen, signum: int) -> None:
-    """Send ``signum`` to ``proc``'s process group (it leads one: start_new_session), wait for it,
-    SIGKILL what is left after the grace period. fio's, and the report build's Evidence."""
-    for sig, wait_s in ((signum, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # anything left in fio's group (fio's job processes start sessions of their own; fio itself
-    # stops them when it gets SIGTERM/SIGINT)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass

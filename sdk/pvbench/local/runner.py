@@ -21,11 +21,12 @@ from pvbench.cells.cell import Cell
 from pvbench.cells.matrix import expand
 from pvbench.cells.publish import pending, publish
 from pvbench.cells.run import CellPlan, TimingOverrides, plan_cell, run_cell
-from pvbench.fio.runner import FioError, Interrupted, check_interrupted, deferred_signals
+from pvbench.fio.runner import FioError
 from pvbench.fio.target import check_target_path, remove_fio_files
 from pvbench.local.config import LocalConfig
 from pvbench.pipeline.adaptive import plan_stream
 from pvbench.profiles import ProfileError
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE, results_prefix, slug
 

@@ -10,10 +10,10 @@ import duckdb
 
 from pvbench.analytics import runner
 from pvbench.analytics.tables import AnalyticsError
-from pvbench.fio.runner import deferred_signals
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import REPORT_COMPARISONS
+from pvbench.stopping import deferred_signals
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
 from pvbench.store.locks import campaign_lock

@@ -28,7 +28,6 @@ from typing import Iterator, Mapping
 
 from rich.console import Console
 
-from pvbench.fio.runner import stop_group
 from pvbench.pipeline import table_schemas
 from pvbench.report.bundles import (
     BUILD_LOCK,
@@ -39,6 +38,7 @@ from pvbench.report.bundles import (
     bundle_cache,
     is_cached,
 )
+from pvbench.stopping import stop_group
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
 # directory may lack them.

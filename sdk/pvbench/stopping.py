@@ -1,0 +1,134 @@
+"""Stopping pvbench, and what it started, when it is asked to (SIGTERM from Kubernetes, ``kill`` or
+``timeout``; SIGINT from Ctrl-C).
+
+``stop_on_signals`` turns the signal into ``Interrupted`` so a command unwinds (its ``finally``
+blocks remove what it made, its locks are released) and exits 128 + the signal with one line;
+``deferred_signals`` holds it while something must be written whole; ``stop_group`` stops a
+process group pvbench started (fio, the report's Evidence build) with it. Used by fio's runner,
+local mode, the Argo steps, ``pvbench aggregate`` and ``pvbench report build``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+# How long a process group pvbench started (fio, Evidence) may take to stop after the forwarded
+# signal before it is killed (Kubernetes gives a pod 30 s in all between SIGTERM and SIGKILL).
+STOP_GRACE_S = 10.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupted(Exception):
+    """pvbench itself was asked to stop (SIGTERM/SIGINT); what it ran (fio, Evidence) has been stopped."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class _SignalState:
+    received: int | None = None
+    deferred: int = 0  # inside `deferred_signals()`: remember the signal, raise on leaving
+
+
+_state = _SignalState()
+
+
+def _on_signal(signum, frame) -> None:
+    if _state.received is not None:
+        return  # already stopping: a second signal does not interrupt the cleanup
+    _state.received = signum
+    if not _state.deferred:
+        raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT raise ``Interrupted`` (main thread only). An error that
+    ends the block after a stop signal came is that signal: a library may have made its own error
+    of the ``Interrupted`` raised inside it (DuckDB's "Query interrupted")."""
+    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    _state.received = None
+    try:
+        yield
+    except Exception as exc:
+        if _state.received is not None and not isinstance(exc, Interrupted):
+            raise Interrupted(_state.received) from exc
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _state.received = None  # handled here; a later run in this process starts afresh
+
+
+@contextlib.contextmanager
+def deferred_signals(raise_after: bool = True) -> Iterator[None]:
+    """A signal arriving inside (e.g. while a result is written) takes effect on leaving
+    (or, with ``raise_after=False``, at the caller's next ``check_interrupted()``)."""
+    _state.deferred += 1
+    try:
+        yield
+    finally:
+        _state.deferred -= 1
+    if raise_after:
+        check_interrupted()
+
+
+def check_interrupted() -> None:
+    """Raise ``Interrupted`` if a stop signal came while it could not be raised."""
+    if _state.received is not None and not _state.deferred:
+        raise Interrupted(_state.received)
+
+
+def stop_group(proc: subprocess.Popen, signum: int) -> None:
+    """Send ``signum`` to ``proc``'s process group (it leads one: start_new_session), wait for it,
+    SIGKILL what is left after the grace period. fio's, and the report build's Evidence."""
+    for sig, wait_s in ((signum, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # anything left in the group (fio's job processes start sessions of their own; fio itself
+    # stops them when it gets SIGTERM/SIGINT)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@contextlib.contextmanager
+def own_temporary_folder(prefix: str) -> Iterator[Path]:
+    """Inside, the temporary folder (tempfile's and TMPDIR, which processes started meanwhile
+    inherit) is a folder of its own, removed on leaving however the block ends. A stop signal can
+    land inside the cleanup of one of the many folders a command makes there (seen: a
+    ``pvbench-parts-*`` left after SIGTERM); this one is removed with signals deferred."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
+    try:
+        yield Path(folder)
+    finally:
+        with deferred_signals(raise_after=False):
+            tempfile.tempdir = saved[0]
+            if saved[1] is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved[1]
+            shutil.rmtree(folder, ignore_errors=True)
