@@ -31,7 +31,7 @@ from test_compact import night
 from pvbench.analytics.compact import FIRST_BATCH_DOCUMENTS
 from pvbench.analytics.resources import cpu_limit
 
-RUNS, PER_RUN = 6, 1_000  # several batches after a small first one: the reader process starts
+RUNS, PER_RUN = 10, 1_000  # several batches after a small first one: the reader process starts, and has work left
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def _stopped_while_reading(store: Path, work: Path, signum: int) -> tuple[subpro
             break
         time.sleep(0.05)
     assert len(helpers) >= 2 and proc.poll() is None, "the aggregation ended before its reader process started"
-    time.sleep(0.5)  # the reader is reading the runs given to it
+    time.sleep(0.2)  # the reader is reading the runs given to it
     proc.send_signal(signum)
     _, said = proc.communicate(timeout=120)  # returns: nothing left holds its stderr open
     return proc, said, helpers

@@ -25,7 +25,6 @@ then read the compacts only: aggregating a campaign never re-parses JSON it has 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import multiprocessing
@@ -269,32 +268,31 @@ def read_run(store: Store, listing: RunListing) -> ReadRun:
     Valid documents go verbatim (newlines are whitespace in JSON, so each becomes one line) into
     the batch with their source_key and cell_key in front.
     """
-    try:
-        read = ReadRun(listing, tempfile.mkdtemp(prefix="pvbench-compact-"))
-    except OSError as exc:
-        raise _temporary_folder_error(listing, tempfile.gettempdir(), exc) from exc
+    read = ReadRun(listing, tempfile.mkdtemp(prefix="pvbench-compact-"))
     try:
         _read_into(store, read)
-    except OSError as exc:  # writing the batch: an unreadable document is a row, not an error
+    except OSError as exc:  # writing the batch (an unreadable document is a row, not an error)
         read.cleanup()
-        raise _temporary_folder_error(listing, read.folder, exc) from exc
+        if exc.filename is None:  # the buffered batch failed when flushed: say where it was
+            raise OSError(exc.errno, exc.strerror, read.folder) from exc
+        raise
     except BaseException:
         read.cleanup()
         raise
     return read
 
 
-def _temporary_folder_error(listing: RunListing, folder: str, exc: OSError) -> AnalyticsError:
-    """What stopped the run's batch from being written, in one line (and, for a full disk, the room
-    an aggregation needs there)."""
-    why = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        why += (
-            f": an aggregation keeps the documents it compacts there, up to {BATCHES_AHEAD} batches of "
-            f"{BATCH_DOCUMENTS:,} (~{BATCHES_AHEAD * BATCH_DOCUMENTS * 2 // 1000} MB of results of ~2 KB); "
-            "free some, or point TMPDIR at a larger folder"
-        )
-    return AnalyticsError(f"cannot write run {listing.run}'s documents to the temporary folder {folder}: {why}")
+def full_temporary_folder_hint(exc: Exception) -> str:
+    """What to do when the disk that filled up is the temporary folder's ("" otherwise): an
+    aggregation batches the documents it compacts there."""
+    folder = tempfile.gettempdir()
+    if "No space left" not in str(exc) or folder not in str(exc):
+        return ""
+    room = BATCHES_AHEAD * BATCH_DOCUMENTS * 2 // 1000  # results of ~2 KB
+    return (
+        f"; the temporary folder {folder} is full: an aggregation keeps up to {BATCHES_AHEAD} batches of "
+        f"{BATCH_DOCUMENTS:,} documents there (~{room} MB); free some, or point TMPDIR at a larger folder"
+    )
 
 
 def _read_into(store: Store, read: ReadRun) -> None:

@@ -36,10 +36,10 @@ def local_run(
 ) -> None:
     """Benchmark the configured local directories as storage classes, then aggregate."""
     from pvbench.cells.cell import check_label
-    from pvbench.fio.runner import stop_on_signals
     from pvbench.local.config import ConfigError, load_config
     from pvbench.local.runner import default_run_id, existing_results, plan_run, run_local
     from pvbench.profiles import ProfileError
+    from pvbench.stopping import stop_on_signals
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
     from pvbench.store.layout import check_distinct, check_distinct_keys
@@ -114,9 +114,10 @@ def _aggregate(
     import duckdb
 
     from pvbench.analytics import AnalyticsError
-    from pvbench.fio.runner import Interrupted, stop_on_signals
+    from pvbench.analytics.compact import full_temporary_folder_hint
     from pvbench.pipeline import aggregate
     from pvbench.stats.limits import LimitsError
+    from pvbench.stopping import Interrupted, own_temporary_folder, stop_on_signals
     from pvbench.store import open_store
     from pvbench.store.backends import StoreError
 
@@ -124,7 +125,11 @@ def _aggregate(
     try:
         # SIGTERM (`kill`, `timeout`, a deleted pod) as Ctrl-C: the aggregation unwinds, so its reader
         # process stops, its temporary files go and the campaign's lock is released
-        with stop_on_signals(), console.status("aggregating with DuckDB") as status:
+        with (
+            stop_on_signals(),
+            own_temporary_folder("pvbench-aggregate-"),
+            console.status("aggregating with DuckDB") as status,
+        ):
 
             def waiting(message: str) -> None:
                 console.print(f"[yellow]{message}[/]", soft_wrap=True)  # in a log too, not only the spinner
@@ -145,7 +150,7 @@ def _aggregate(
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
     except (OSError, duckdb.Error) as exc:  # the machine's, not the data's: a full disk, a folder not writable
-        fail(f"aggregation failed: {exc}{_temporary_folder_hint(exc)}", code=1 if failures else 2)
+        fail(f"aggregation failed: {exc}{full_temporary_folder_hint(exc)}", code=1 if failures else 2)
     except Interrupted as exc:
         fail(
             f"aggregation {exc}: what it wrote is whole (each run's compact, the snapshot, the set of "
@@ -158,16 +163,6 @@ def _aggregate(
     for f in failures or []:
         what = f"{f['storage_class']} · {f['workload']} rep {f['rep']}" if f["storage_class"] else f["node"]
         console.print(f"[red]failed[/] {what}: {f['phase']}: {f['message']}")
-
-
-def _temporary_folder_hint(exc: Exception) -> str:
-    """Where the disk that filled up is the temporary folder's: what to do about it."""
-    import tempfile
-
-    folder = tempfile.gettempdir()
-    if "No space left" in str(exc) and folder in str(exc):
-        return f"; the temporary folder {folder} is full: free some, or point TMPDIR at a larger folder"
-    return ""
 
 
 @app.command("aggregate")
