@@ -7,6 +7,7 @@ nothing is counted twice; DuckDB stays within what the process may use; S3 listi
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,19 @@ def test_the_runs_compact_keeps_its_failures_and_a_run_that_stored_nothing_is_na
     assert con.execute("select run, storage_class, message from report_failures").fetchall() == [
         ("n2", "slow", "timeout")
     ]
+
+
+def test_tables_do_not_depend_on_the_machines_time_zone(tmp_path):
+    """A pvbench connection works in UTC whatever TZ says: DuckDB's default (the machine's zone)
+    made the difference of two timestamps a calendar one, an hour off across a DST change."""
+    code = (
+        "from pvbench.analytics.runner import connect; con = connect(); print(con.execute("
+        "\"select current_setting('TimeZone'), epoch(t2 - t1) from (select"
+        " '2026-03-01 00:00:00+00'::timestamptz t1, '2026-05-01 00:00:00+00'::timestamptz t2)\").fetchone())"
+    )
+    env = {**os.environ, "TZ": "Europe/Zurich"}
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "('UTC', 5270400.0)"  # 61 days, not 61 days and an hour
 
 
 def test_duckdb_gets_what_the_process_may_use(monkeypatch):

@@ -16,7 +16,9 @@ with results as (
 select
     campaign, run, storage_class,
     count(*) as n_results,
-    sum(epoch(ended_at - started_at)) as fio_seconds,
+    -- microseconds since the epoch, subtracted: exact, and ~30× cheaper than an interval of two
+    -- timestamptz, which DuckDB works out in ICU's calendar (0.3 s per 100,000 results)
+    sum((epoch_us(ended_at) - epoch_us(started_at)) / 1e6) as fio_seconds,
     sum(cpu_seconds) as cpu_seconds,
     min(started_at) as started_at,
     max(ended_at) as ended_at

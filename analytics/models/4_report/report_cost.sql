@@ -30,17 +30,17 @@ select
     sum(pc.n_results)::bigint as n_results,
     min(pc.started_at) as started_at,
     max(pc.ended_at) as ended_at,
-    epoch(max(pc.ended_at) - min(pc.started_at)) as wall_seconds,
+    (epoch_us(max(pc.ended_at)) - epoch_us(min(pc.started_at))) / 1e6 as wall_seconds,
     sum(pc.fio_seconds) as fio_seconds,
     sum(pc.cpu_seconds) as cpu_seconds,
     sum(pc.cpu_seconds) / nullif(sum(pc.n_results), 0) as cpu_seconds_per_result,
     any_value(cp.price_per_hour) as cluster_price_per_hour,
-    epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour) as cluster_cost,
+    (epoch_us(max(pc.ended_at)) - epoch_us(min(pc.started_at))) / 1e6 / 3600 * any_value(cp.price_per_hour) as cluster_cost,
     sum(pc.fio_seconds / 3600 * pc.class_price_per_hour) as storage_cost,
     -- no prices declared, or no timings at all (imported results): no cost, rather than a cost of 0
     case when (any_value(cp.price_per_hour) is not null or bool_or(pc.class_price_per_hour is not null))
               and (max(pc.ended_at) is not null or sum(pc.fio_seconds) is not null) then
-        coalesce(epoch(max(pc.ended_at) - min(pc.started_at)) / 3600 * any_value(cp.price_per_hour), 0)
+        coalesce((epoch_us(max(pc.ended_at)) - epoch_us(min(pc.started_at))) / 1e6 / 3600 * any_value(cp.price_per_hour), 0)
         + coalesce(sum(pc.fio_seconds / 3600 * pc.class_price_per_hour), 0)
     end as total_cost,
     coalesce(any_value(cp.currency), any_value(pc.currency)) as currency,

@@ -87,6 +87,10 @@ def duckdb_settings() -> dict[str, str | int | bool]:
         # the compacts are read through views, once per model that reads them: their footers
         # are parsed once, not by every model again
         "parquet_metadata_cache": True,
+        # DuckDB's default is the machine's time zone, in which the difference of two timestamps
+        # is a calendar one: a campaign's wall time over a DST change was an hour off, and the
+        # same store gave other tables on another machine
+        "TimeZone": "UTC",
     }
 
 
