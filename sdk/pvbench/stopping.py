@@ -11,13 +11,25 @@ local mode, the Argo steps, ``pvbench aggregate`` and ``pvbench report build``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
+
+# own_temporary_folder's: a file in the folder its process holds an flock on while it runs (the
+# kernel drops the lock when the process ends, however it ends: SIGKILL, the OOM killer)
+OWNER_FILE = ".pvbench-owner"
+# a folder is abandoned only this long after its owner file was made: between making the folder
+# and locking the file there is a moment in which an unlocked file is not yet a dead owner
+ABANDONED_AFTER_S = 60.0
+# every own_temporary_folder's name starts so (each command adds its own name), and only folders
+# holding an owner file are ever removed
+OWNED_PREFIX = "pvbench-"
 
 # How long a process group pvbench started (fio, Evidence) may take to stop after the forwarded
 # signal before it is killed (Kubernetes gives a pod 30 s in all between SIGTERM and SIGKILL).
@@ -118,8 +130,16 @@ def own_temporary_folder(prefix: str) -> Iterator[Path]:
     """Inside, the temporary folder (tempfile's and TMPDIR, which processes started meanwhile
     inherit) is a folder of its own, removed on leaving however the block ends. A stop signal can
     land inside the cleanup of one of the many folders a command makes there (seen: a
-    ``pvbench-parts-*`` left after SIGTERM); this one is removed with signals deferred."""
+    ``pvbench-parts-*`` left after SIGTERM); this one is removed with signals deferred.
+
+    A process killed outright (SIGKILL, the OOM killer) removes nothing: its folder (up to three
+    batches of documents being compacted, ~60 MB) would stay for good. The folder holds a file its
+    process keeps locked, so the next command that makes one removes those whose lock is free."""
+    assert prefix.startswith(OWNED_PREFIX), prefix
+    remove_abandoned(tempfile.gettempdir(), OWNED_PREFIX)
     folder = tempfile.mkdtemp(prefix=prefix)
+    owner = os.open(os.path.join(folder, OWNER_FILE), os.O_CREAT | os.O_WRONLY, 0o600)
+    fcntl.flock(owner, fcntl.LOCK_EX)
     saved = tempfile.tempdir, os.environ.get("TMPDIR")
     tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
     try:
@@ -132,3 +152,33 @@ def own_temporary_folder(prefix: str) -> Iterator[Path]:
             else:
                 os.environ["TMPDIR"] = saved[1]
             shutil.rmtree(folder, ignore_errors=True)
+            os.close(owner)
+
+
+def remove_abandoned(root: str, prefix: str) -> list[str]:
+    """Remove the folders ``prefix``* in ``root`` that own_temporary_folder made for a process that
+    is gone: their owner file is unlocked and older than ABANDONED_AFTER_S. A folder without the file
+    is not one it made, or not yet one: it is left alone. Returns the folders removed."""
+    removed = []
+    try:
+        entries = [e for e in os.scandir(root) if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for entry in entries:
+        path = os.path.join(entry.path, OWNER_FILE)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if time.time() - os.fstat(fd).st_mtime < ABANDONED_AFTER_S:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its process still runs
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+        finally:
+            os.close(fd)
+    return removed

@@ -7,7 +7,8 @@ process that reads and validates documents in a full aggregation), stopped while
   tracker end with it, its temporary files go.
 - SIGKILL (the OOM killer, ``kill -9``): nothing of pvbench can run, but its reader process ends
   as soon as its parent is gone. It used to wait for a next task for good, holding the caller's
-  stdout and stderr open (a ``pvbench aggregate … | tee log`` never returned).
+  stdout and stderr open (a ``pvbench aggregate … | tee log`` never returned). Its temporary
+  folder stays until the next command that makes one finds its owner gone and removes it.
 
 Either way the next aggregation makes the tables one from nothing makes.
 """
@@ -30,6 +31,7 @@ from test_compact import night
 
 from pvbench.analytics.compact import FIRST_BATCH_DOCUMENTS
 from pvbench.analytics.resources import cpu_limit
+from pvbench.stopping import ABANDONED_AFTER_S, OWNER_FILE, own_temporary_folder, remove_abandoned
 
 RUNS, PER_RUN = 10, 1_000  # several batches after a small first one: the reader process starts, and has work left
 
@@ -45,9 +47,13 @@ def big_store(tmp_path_factory) -> Path:
 
 
 def _aggregate(store: Path, out: Path, tmp: Path) -> subprocess.Popen:
+    return _started(["aggregate", "--store", store, "--campaign", "syn", "--out", out], tmp)
+
+
+def _started(args: list, tmp: Path) -> subprocess.Popen:
     tmp.mkdir(exist_ok=True)
     return subprocess.Popen(
-        [*PVBENCH, "aggregate", "--store", store, "--campaign", "syn", "--out", out],
+        [*PVBENCH, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -55,12 +61,17 @@ def _aggregate(store: Path, out: Path, tmp: Path) -> subprocess.Popen:
     )
 
 
-def _stopped_while_reading(store: Path, work: Path, signum: int) -> tuple[subprocess.Popen, str, list[int]]:
-    """A full aggregation of a copy of ``store``, sent ``signum`` once its reader process runs;
-    its exit, what it said, and the processes it had started."""
+def _stopped_while_reading(
+    store: Path, work: Path, signum: int, command: list | None = None
+) -> tuple[subprocess.Popen, str, list[int]]:
+    """A full aggregation (or ``command``, which reads the campaign) of a copy of ``store``, sent
+    ``signum`` once its reader process runs; its exit, what it said, and the processes it had started."""
     copy = work / "store"
     shutil.copytree(store, copy)
-    proc = _aggregate(copy, work / "tables", work / "tmp")
+    if command:
+        proc = _started([*command, "--store", copy, "--campaign", "syn"], work / "tmp")
+    else:
+        proc = _aggregate(copy, work / "tables", work / "tmp")
     deadline, helpers = time.monotonic() + 120, []
     while proc.poll() is None and time.monotonic() < deadline:
         helpers = children(proc.pid)  # the reader process and multiprocessing's resource tracker
@@ -88,9 +99,9 @@ def _headline(tables: Path) -> list[tuple]:
     ).fetchall()
 
 
-def _finish_and_compare(work: Path, big_store: Path) -> None:
+def _finish_and_compare(work: Path, big_store: Path, tmp: str = "tmp2") -> None:
     """The next aggregation of the stopped one's store makes the tables of one from nothing."""
-    again = _aggregate(work / "store", work / "tables", work / "tmp2")
+    again = _aggregate(work / "store", work / "tables", work / tmp)
     assert again.wait(timeout=300) == 0, again.stderr.read()
     fresh = work / "fresh"
     shutil.copytree(big_store, fresh)
@@ -110,8 +121,73 @@ def test_sigterm_stops_the_aggregation_its_reader_and_its_files(big_store, tmp_p
     _finish_and_compare(tmp_path, big_store)
 
 
+def test_sigterm_stops_a_command_that_reads_the_campaign_too(big_store, tmp_path):
+    """`pvbench summary` (as `compare` and the `stats` commands) compacts the runs no aggregation
+    has compacted yet, with the same reader process: stopped, it ends as `aggregate` does."""
+    proc, said, helpers = _stopped_while_reading(big_store, tmp_path, signal.SIGTERM, ["summary"])
+    assert proc.returncode == 128 + signal.SIGTERM, said
+    assert "summary interrupted by SIGTERM" in said and "Traceback" not in said, said
+    assert _gone(helpers) == []
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_sigkill_leaves_no_reader_process_behind(big_store, tmp_path):
     proc, said, helpers = _stopped_while_reading(big_store, tmp_path, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
     assert _gone(helpers) == []  # before: the reader waited for its next task, for good
-    _finish_and_compare(tmp_path, big_store)
+    [left] = (tmp_path / "tmp").iterdir()  # its own temporary folder: nothing could remove it
+    assert left.name.startswith("pvbench-aggregate-") and (left / OWNER_FILE).is_file()
+    _age(left / OWNER_FILE)
+    _finish_and_compare(tmp_path, big_store, tmp="tmp")  # in the same temporary folder
+    assert list((tmp_path / "tmp").iterdir()) == []  # the next aggregation removed it
+
+
+def _age(path: Path) -> None:
+    """As if made longer ago than a folder must be to count as abandoned."""
+    past = time.time() - 2 * ABANDONED_AFTER_S
+    os.utime(path, (past, past))
+
+
+def test_only_folders_whose_owner_is_gone_are_removed(tmp_path):
+    """remove_abandoned: a folder is removed only when its owner file is unlocked (its process is
+    gone) and old enough; a running command's folder, a young one and any other folder stay."""
+    script = (
+        "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+        "from pvbench.stopping import own_temporary_folder\n"
+        "with own_temporary_folder('pvbench-test-') as f: print(f, flush=True); sys.stdin.read()"
+    )
+    running = subprocess.Popen(
+        [PVBENCH[0], "-c", script, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        live = Path(running.stdout.readline().strip())
+        _age(live / OWNER_FILE)  # old, but its process holds the lock
+        dead = _abandoned(tmp_path, "pvbench-aggregate-dead")
+        young = _abandoned(tmp_path, "pvbench-aggregate-young", old=False)
+        other = tmp_path / "pvbench-parts-x"  # no owner file: not one own_temporary_folder made
+        other.mkdir()
+        assert remove_abandoned(str(tmp_path), "pvbench-") == [str(dead)]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, young.name, other.name])
+    finally:
+        running.communicate("", timeout=30)
+    assert not live.exists()  # its process removed it on leaving
+    # and a command making its folder removes the abandoned ones first
+    dead = _abandoned(tmp_path, "pvbench-compare-dead")
+    import tempfile
+
+    saved, tempfile.tempdir = tempfile.tempdir, str(tmp_path)
+    try:
+        with own_temporary_folder("pvbench-aggregate-") as mine:
+            assert not dead.exists() and mine.parent == tmp_path
+    finally:
+        tempfile.tempdir = saved
+
+
+def _abandoned(root: Path, name: str, old: bool = True) -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / "batch.ndjson").write_text("{}\n")
+    (folder / OWNER_FILE).touch()
+    if old:
+        _age(folder / OWNER_FILE)
+    return folder

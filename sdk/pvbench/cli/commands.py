@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pvbench.cli.common import console, fail
+from pvbench.cli.common import console, fail, stoppable
 from pvbench.stats.cli import compare_command
 
 local_app = typer.Typer(help="Local mode: the whole pipeline on one machine.", no_args_is_help=True)
@@ -226,6 +226,7 @@ def aggregate_cmd(
 
 
 @app.command("summary")
+@stoppable("summary")
 def summary_cmd(
     store: Annotated[str, typer.Option(help="Store URL")],
     campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import NoReturn
+from typing import Callable, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +19,31 @@ def fail(message: str, code: int = 2) -> NoReturn:
     a '[global]' or a path with brackets in it is printed as it is."""
     _err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
+
+
+Command = TypeVar("Command", bound=Callable)
+
+
+def stoppable(name: str) -> Callable[[Command], Command]:
+    """A command that reads a campaign (builds its tables, compacting runs not compacted yet) and
+    may be stopped: SIGTERM as Ctrl-C, so it unwinds (its reader process stops, its files go); it
+    works in a temporary folder of its own (stopping.own_temporary_folder), which a command killed
+    outright leaves for the next one to remove; and it ends with one line, exit 128 + the signal."""
+
+    def wrap(command: Command) -> Command:
+        @functools.wraps(command)  # typer reads the parameters of the command it wraps
+        def run(*args, **kwargs):
+            from pvbench.stopping import Interrupted, own_temporary_folder, stop_on_signals
+
+            try:
+                with stop_on_signals(), own_temporary_folder(f"pvbench-{name}-"):
+                    return command(*args, **kwargs)
+            except Interrupted as exc:
+                fail(f"{name} {exc}", code=exc.exit_code)
+
+        return run  # type: ignore[return-value]
+
+    return wrap
 
 
 def open_store_or_fail(url: str, check: bool = False):

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pvbench.cli.common import fail
+from pvbench.cli.common import fail, stoppable
 from pvbench.results.metrics import METRICS
 
 app = typer.Typer(
@@ -66,6 +66,7 @@ def write_rows(rows: list[dict], out: Path) -> None:
     con.execute(f"copy t to '{out}' (format {fmt})")
 
 
+@stoppable("compare")
 def compare_command(
     baseline: Annotated[
         str, typer.Argument(help="Baseline: a run id, or key=value,… of campaign, run, storage_class, occasion, role")
@@ -206,6 +207,7 @@ app.command("compare")(compare_command)
 
 
 @app.command("ci-check")
+@stoppable("ci-check")
 def ci_check(
     store: StoreOpt,
     campaign: Annotated[str, typer.Option(help="Campaign to check")],
@@ -306,6 +308,7 @@ def _table_rows(
 
 
 @app.command("anomalies")
+@stoppable("anomalies")
 def anomalies(
     store: StoreOpt,
     campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,
@@ -333,6 +336,7 @@ def anomalies(
 
 
 @app.command("occasions")
+@stoppable("occasions")
 def occasions(
     store: StoreOpt,
     campaign: Annotated[Optional[str], typer.Option(help="Campaign (default: all)")] = None,
