@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -125,6 +126,39 @@ def stop_group(proc: subprocess.Popen, signum: int) -> None:
         pass
 
 
+# How often a keeper (tied_to_this_process) looks whether the process that started it is still there
+KEEPER_POLL_S = 0.5
+
+
+def tied_to_this_process(cmd: list[str]) -> list[str]:
+    """``cmd`` under a keeper: a small Python process that runs it, leads its process group (the
+    caller starts it with start_new_session) and ends the group when this process is gone,
+    however it ended. stop_group stops the group as before (the keeper ignores the signal and
+    waits for ``cmd``, whose exit it exits with). Without it, `pvbench report build` killed with
+    SIGKILL left Evidence (node, vite, esbuild) building for good: nothing of pvbench could stop
+    it, and a parent-death signal reaches only the first process of the group."""
+    return [sys.executable, "-m", "pvbench.stopping", str(os.getpid()), *cmd]
+
+
+def _keep(parent: int, cmd: list[str]) -> int:
+    """The keeper: ``cmd``'s exit code (128 + the signal that ended it)."""
+    child = subprocess.Popen(cmd)  # in the keeper's process group
+    for sig in STOP_SIGNALS:  # sent to the group, they reach ``cmd`` too: wait for it to stop
+        signal.signal(sig, signal.SIG_IGN)
+    while True:
+        try:
+            code = child.wait(timeout=KEEPER_POLL_S)
+            return code if code >= 0 else 128 - code
+        except subprocess.TimeoutExpired:
+            pass
+        if os.getppid() != parent:  # orphaned: the one that started it is gone
+            os.killpg(0, signal.SIGTERM)
+            try:
+                child.wait(timeout=STOP_GRACE_S)
+            finally:
+                os.killpg(0, signal.SIGKILL)  # what is left, the keeper with it
+
+
 @contextlib.contextmanager
 def own_temporary_folder(prefix: str) -> Iterator[Path]:
     """Inside, the temporary folder (tempfile's and TMPDIR, which processes started meanwhile
@@ -182,3 +216,7 @@ def remove_abandoned(root: str, prefix: str) -> list[str]:
         finally:
             os.close(fd)
     return removed
+
+
+if __name__ == "__main__":  # the keeper of tied_to_this_process: python -m pvbench.stopping PARENT CMD…
+    sys.exit(_keep(int(sys.argv[1]), sys.argv[2:]))

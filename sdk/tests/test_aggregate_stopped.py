@@ -15,6 +15,7 @@ Either way the next aggregation makes the tables one from nothing makes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -191,3 +192,31 @@ def _abandoned(root: Path, name: str, old: bool = True) -> Path:
     if old:
         _age(folder / OWNER_FILE)
     return folder
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["keeper", "without"])
+def test_a_process_group_started_by_pvbench_ends_when_pvbench_is_killed(tmp_path, tied):
+    """What pvbench runs in a group of its own (Evidence's build) ends when pvbench is killed
+    outright: its keeper (stopping.tied_to_this_process) sees the parent gone and ends the group.
+    A command that writes nothing meanwhile (here `sleep`; Evidence's silent compile) ran on for
+    good without it, which the second case shows."""
+    pidfile = tmp_path / "sleep.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "from pvbench.stopping import tied_to_this_process\n"
+        "cmd = ['sh', '-c', 'echo $$ > %s; exec sleep 300']\n"
+        "subprocess.Popen(tied_to_this_process(cmd) if %s else cmd, start_new_session=True)\n"
+        "time.sleep(300)\n"
+    ) % (pidfile, tied)
+    parent = subprocess.Popen([PVBENCH[0], "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.is_file() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sleeper = int(pidfile.read_text())
+        parent.kill()
+        parent.wait()
+        assert _gone([sleeper], within_s=5) == ([] if tied else [sleeper])
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

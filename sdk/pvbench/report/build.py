@@ -38,7 +38,7 @@ from pvbench.report.bundles import (
     bundle_cache,
     is_cached,
 )
-from pvbench.stopping import stop_group
+from pvbench.stopping import stop_group, tied_to_this_process
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
 # directory may lack them.
@@ -278,7 +278,7 @@ def _run_step(
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(
-            cmd,
+            tied_to_this_process(cmd),  # Evidence ends with pvbench, even one killed outright
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
