@@ -115,3 +115,20 @@ def test_a_store_whose_lock_folder_cannot_be_made_keeps_its_lock_in_the_users_fo
     # a store folder that does not exist (a mistyped path) is not made by its lock
     assert lock_path(open_store(str(tmp_path / "typo")), "prod").parent == tmp_path / "runtime" / "pvbench-locks"
     assert not (tmp_path / "typo").exists()
+
+
+def test_a_shared_store_gets_locks_every_user_of_it_can_take(tmp_path):
+    """Under a umask of 077 the lock folder and files were the first user's only: another user of a
+    shared store could not open the lock (a traceback) or even its folder (the lock went to that
+    user's own folder and serialized nothing). They now take the store's own permissions."""
+    store = tmp_path / "shared"
+    store.mkdir()
+    os.chmod(store, 0o2775)  # a group's folder, as teams share one
+    saved = os.umask(0o077)
+    try:
+        with campaign_lock(open_store(str(store)), "syn") as path:
+            assert path.parent == store / LOCKS_ROOT
+    finally:
+        os.umask(saved)
+    assert oct((store / LOCKS_ROOT).stat().st_mode & 0o7777) == oct(0o2775)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o664)

@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import os
 import socket
+import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
@@ -45,7 +46,12 @@ def lock_path(store, campaign: str | None) -> Path:
     if root is not None:
         folder = Path(root) / LOCKS_ROOT
         with contextlib.suppress(OSError):
-            folder.mkdir(exist_ok=True)  # not the store's folder itself: a mistyped path stays absent
+            if not folder.is_dir():
+                folder.mkdir()  # not the store's folder itself: a mistyped path stays absent
+                # shared as the store is: whoever may write the store may lock in it (with a umask
+                # of 077 the folder was the first user's only, and the others' locks went to
+                # their own folders, where they serialized nothing)
+                os.chmod(folder, stat.S_IMODE(os.stat(root).st_mode))
             if os.access(folder, os.W_OK):
                 return Path(root) / lock_key(campaign)
     digest = hashlib.sha256(store.url.encode()).hexdigest()[:16]
@@ -62,6 +68,10 @@ def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
         fd, writable = os.open(path, os.O_RDWR | os.O_CREAT, 0o666), True
     except PermissionError:  # another user's lock file: flock works on a file opened to read
         fd, writable = os.open(path, os.O_RDONLY), False
+    if writable and os.fstat(fd).st_uid == os.getuid():
+        # readable (lockable) by whoever may use its folder, whatever this process's umask
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, stat.S_IMODE(os.stat(path.parent).st_mode) & 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
