@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import duckdb
@@ -14,10 +15,10 @@ from cli_helpers import PVBENCH
 from stats_helpers import write
 from test_compact import night
 
-from pvbench.pipeline import build_tables
+from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
 from pvbench.store.layout import LOCKS_ROOT
-from pvbench.store.locks import campaign_lock, lock_path, machine_locks_dir
+from pvbench.store.locks import campaign_lock, folder_lock, lock_path, machine_locks_dir
 
 
 def runs_in(tables) -> set[str]:
@@ -132,3 +133,23 @@ def test_a_shared_store_gets_locks_every_user_of_it_can_take(tmp_path):
         os.umask(saved)
     assert oct((store / LOCKS_ROOT).stat().st_mode & 0o7777) == oct(0o2775)
     assert oct(path.stat().st_mode & 0o777) == oct(0o664)
+
+
+def test_tables_are_not_replaced_while_a_report_build_copies_them(tmp_path):
+    """The report build copies a folder's ~30 tables one by one (stage_data); an aggregation
+    writing into the same folder meanwhile replaced them under it, so a report could show half of
+    one set and half of the next. The aggregation now moves its set in only once the copy is done."""
+    store = tmp_path / "store"
+    write(store, night("n1", 1))
+    out = tmp_path / "tables"
+    aggregate(open_store(str(store)), "syn", out=out)
+    before = {p.name: p.stat().st_ino for p in out.glob("*.parquet")}
+    writer = threading.Thread(target=aggregate, args=(open_store(str(store)), "syn"), kwargs={"out": out})
+    with folder_lock(out, shared=True):  # as stage_data holds it while it copies
+        writer.start()
+        time.sleep(5)  # an aggregation of these few results takes ~1 s
+        assert writer.is_alive()  # its set written beside the folder, waiting to be moved in
+        assert {p.name: p.stat().st_ino for p in out.glob("*.parquet")} == before
+    writer.join(timeout=60)
+    after = {p.name: p.stat().st_ino for p in out.glob("*.parquet")}
+    assert after.keys() == before.keys() and all(after[name] != before[name] for name in before)

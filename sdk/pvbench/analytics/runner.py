@@ -51,6 +51,7 @@ from pvbench.analytics.tables import (
 from pvbench.results.metrics import METRIC_COLUMNS, METRIC_TABLE, SOURCES, metric_rows, metrics_from
 from pvbench.store import LocalStore, Store
 from pvbench.store.layout import COMPACT_ROOT, PARQUET_TYPE, results_prefix, slug
+from pvbench.store.locks import folder_lock
 
 # The table of every measured value, one row each (made when a run is compacted).
 VALUES_TABLE = "result_values"
@@ -730,8 +731,9 @@ def write_parquet(
         except (duckdb.Error, OSError) as exc:  # e.g. "Could not write file …: No space left on device"
             raise AnalyticsError(f"cannot write the campaign's tables to {out}: {exc}") from exc
         if isinstance(out, Path):
-            for p in files:
-                os.replace(p, out / p.name)
+            with folder_lock(out, shared=False):  # not while a report build copies the set
+                for p in files:
+                    os.replace(p, out / p.name)
         else:
             out.put_many((f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files)
     return counts

@@ -39,6 +39,7 @@ from pvbench.report.bundles import (
     is_cached,
 )
 from pvbench.stopping import stop_group, tied_to_this_process
+from pvbench.store.locks import folder_lock
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
 # directory may lack them.
@@ -198,20 +199,23 @@ def stage_data(data_dir: Path, target: Path) -> dict[str, int]:
     con = duckdb.connect()
     try:
         problems = []
-        for table, schema in contract.items():
-            src = data_dir / f"{table}.parquet"
-            dst = target / f"{table}.parquet"
-            if not src.is_file():
-                _write_empty(con, dst, schema)
-                counts[table] = 0
-                continue
-            have = _columns(con, src)
-            lacking = [c for c in schema if c not in have]
-            if lacking:
-                problems.append(f"{table}.parquet lacks column(s) {', '.join(lacking)}")
-                continue
-            shutil.copyfile(src, dst)
-            counts[table] = con.execute("SELECT count(*) FROM read_parquet(?)", [str(src)]).fetchone()[0]
+        # one set of tables: an aggregation writing into data_dir meanwhile replaces its set once
+        # this copy is done, not in the middle of it (runner.write_parquet takes the same lock)
+        with folder_lock(data_dir, shared=True):
+            for table, schema in contract.items():
+                src = data_dir / f"{table}.parquet"
+                dst = target / f"{table}.parquet"
+                if not src.is_file():
+                    _write_empty(con, dst, schema)
+                    counts[table] = 0
+                    continue
+                have = _columns(con, src)
+                lacking = [c for c in schema if c not in have]
+                if lacking:
+                    problems.append(f"{table}.parquet lacks column(s) {', '.join(lacking)}")
+                    continue
+                shutil.copyfile(src, dst)
+                counts[table] = con.execute("SELECT count(*) FROM read_parquet(?)", [str(dst)]).fetchone()[0]
         if problems:
             raise ReportError("the data does not match the report's contract: " + "; ".join(problems))
     finally:

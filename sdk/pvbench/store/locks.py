@@ -90,3 +90,22 @@ def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
         yield path
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, shared: bool) -> Iterator[None]:
+    """``flock(2)`` on a folder itself (no lock file among what it holds): exclusive while a set of
+    tables in it is replaced (runner.write_parquet), shared while one is read (the report build's
+    stage_data), so a reader never copies half of one set and half of the next. Where the
+    filesystem cannot lock a folder (some network filesystems), the block runs without it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
