@@ -142,7 +142,11 @@ def tied_to_this_process(cmd: list[str]) -> list[str]:
 
 def _keep(parent: int, cmd: list[str]) -> int:
     """The keeper: ``cmd``'s exit code (128 + the signal that ended it)."""
-    child = subprocess.Popen(cmd)  # in the keeper's process group
+    try:
+        child = subprocess.Popen(cmd)  # in the keeper's process group
+    except OSError as exc:  # what the caller would have got from Popen, as the shell says it
+        print(f"cannot run {cmd[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
     for sig in STOP_SIGNALS:  # sent to the group, they reach ``cmd`` too: wait for it to stop
         signal.signal(sig, signal.SIG_IGN)
     while True:
