@@ -5,7 +5,10 @@
 blocks remove what it made, its locks are released) and exits 128 + the signal with one line;
 ``deferred_signals`` holds it while something must be written whole; ``stop_group`` stops a
 process group pvbench started (fio, the report's Evidence build) with it. Used by fio's runner,
-local mode, the Argo steps, ``pvbench aggregate`` and ``pvbench report build``.
+local mode, the Argo steps, ``pvbench aggregate``, the commands that read a campaign and
+``pvbench report build``. For what a SIGKILL leaves, which nothing of pvbench can handle:
+``tied_to_this_process`` (a keeper that ends Evidence's group once pvbench is gone) and
+``own_temporary_folder`` (a killed command's folder is removed by the next one).
 """
 
 from __future__ import annotations
