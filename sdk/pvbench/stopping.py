@@ -138,13 +138,15 @@ def tied_to_this_process(cmd: list[str]) -> list[str]:
     caller starts it with start_new_session) and ends the group when this process is gone,
     however it ended. stop_group stops the group as before (the keeper ignores the signal and
     waits for ``cmd``, whose exit it exits with). Without it, `pvbench report build` killed with
-    SIGKILL left Evidence (node, vite, esbuild) building for good: nothing of pvbench could stop
-    it, and a parent-death signal reaches only the first process of the group."""
+    SIGKILL left Evidence (node, vite, esbuild) building for good, and `pvbench local run` left
+    fio writing to the storage until its runtime ended: nothing of pvbench could stop them, and a
+    parent-death signal reaches only the first process of the group."""
     return [sys.executable, "-m", "pvbench.stopping", str(os.getpid()), *cmd]
 
 
 def _keep(parent: int, cmd: list[str]) -> int:
-    """The keeper: ``cmd``'s exit code (128 + the signal that ended it)."""
+    """The keeper: ``cmd``'s exit code; ended by a signal, the keeper ends by the same one, so its
+    caller sees what it would have seen of ``cmd`` (fio's runner names the signal that killed fio)."""
     try:
         child = subprocess.Popen(cmd)  # in the keeper's process group
     except OSError as exc:  # what the caller would have got from Popen, as the shell says it
@@ -155,6 +157,9 @@ def _keep(parent: int, cmd: list[str]) -> int:
     while True:
         try:
             code = child.wait(timeout=KEEPER_POLL_S)
+            if code < 0:
+                signal.signal(-code, signal.SIG_DFL)
+                os.kill(os.getpid(), -code)
             return code if code >= 0 else 128 - code
         except subprocess.TimeoutExpired:
             pass

@@ -225,6 +225,45 @@ def test_sigterm_stops_fio_and_removes_its_temp_files(tmp_path, monkeypatch, fio
     )
 
 
+def test_fio_stops_when_pvbench_is_killed_outright(tmp_path, fio_bin):
+    """SIGKILL (the OOM killer, `kill -9`) of the process running fio: nothing of pvbench can stop
+    fio, which ran on in its own process group, writing to the storage until its runtime ended. The
+    keeper leading that group (stopping.tied_to_this_process) ends it once pvbench is gone."""
+    import sys
+
+    target = tmp_path / "t"
+    target.mkdir()
+    profile = load_profile("dbench")
+    job = render_jobfile(profile, [profile.test("randread-lat")], resolve_timing(profile, "0s", "60s", "1M"), target)
+    (tmp_path / "job.txt").write_text(job)
+    script = (
+        "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+        "from pathlib import Path\n"
+        "from pvbench.fio.runner import run_fio\n"
+        "run_fio(Path(sys.argv[1], 'job.txt').read_text(), 120)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)])
+
+    def fio_pids() -> list[int]:
+        out = subprocess.run(["pgrep", "-f", f"^{fio_bin}.*{tmp_path}/pvbench-fio-"], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+    try:
+        deadline = time.monotonic() + 30
+        while not (fio_pids() and fio_files(target)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fio_pids(), "fio did not start"
+        runner.kill()
+        runner.wait()
+        deadline = time.monotonic() + 15  # the keeper looks every 0.5 s; fio stops on SIGTERM
+        while fio_pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fio_pids() == [], "fio outlived the pvbench that ran it"
+    finally:
+        for pid in fio_pids():
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_stop_signal_inside_duckdb_is_still_the_signal():
     """DuckDB runs a query with the GIL released and checks for Python signals meanwhile: the
     ``Interrupted`` a SIGTERM raises inside it comes out as DuckDB's own error ("Query

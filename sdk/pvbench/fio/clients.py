@@ -27,7 +27,7 @@ from typing import Callable
 
 from pvbench.fio.barrier import POLL_S, Barrier
 from pvbench.fio.runner import FioError, FioRun, fio_result
-from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group, tied_to_this_process
 
 
 @dataclass
@@ -112,7 +112,7 @@ def run_fio_clients(
                 for client in clients:
                     err = files.enter_context(client.err_path.open("w"))
                     client.proc = subprocess.Popen(
-                        [exe, "--output-format=json+", f"--output={client.out_path}", "job.fio"],
+                        tied_to_this_process([exe, "--output-format=json+", f"--output={client.out_path}", "job.fio"]),
                         cwd=client.workdir,
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
