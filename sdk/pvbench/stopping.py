@@ -129,46 +129,16 @@ def stop_group(proc: subprocess.Popen, signum: int) -> None:
         pass
 
 
-# How often a keeper (tied_to_this_process) looks whether the process that started it is still there
-KEEPER_POLL_S = 0.5
-
-
 def tied_to_this_process(cmd: list[str]) -> list[str]:
-    """``cmd`` under a keeper: a small Python process that runs it, leads its process group (the
-    caller starts it with start_new_session) and ends the group when this process is gone,
-    however it ended. stop_group stops the group as before (the keeper ignores the signal and
-    waits for ``cmd``, whose exit it exits with). Without it, `pvbench report build` killed with
-    SIGKILL left Evidence (node, vite, esbuild) building for good, and `pvbench local run` left
-    fio writing to the storage until its runtime ended: nothing of pvbench could stop them, and a
-    parent-death signal reaches only the first process of the group."""
-    return [sys.executable, "-m", "pvbench.stopping", str(os.getpid()), *cmd]
-
-
-def _keep(parent: int, cmd: list[str]) -> int:
-    """The keeper: ``cmd``'s exit code; ended by a signal, the keeper ends by the same one, so its
-    caller sees what it would have seen of ``cmd`` (fio's runner names the signal that killed fio)."""
-    try:
-        child = subprocess.Popen(cmd)  # in the keeper's process group
-    except OSError as exc:  # what the caller would have got from Popen, as the shell says it
-        print(f"cannot run {cmd[0]}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
-    for sig in STOP_SIGNALS:  # sent to the group, they reach ``cmd`` too: wait for it to stop
-        signal.signal(sig, signal.SIG_IGN)
-    while True:
-        try:
-            code = child.wait(timeout=KEEPER_POLL_S)
-            if code < 0:
-                signal.signal(-code, signal.SIG_DFL)
-                os.kill(os.getpid(), -code)
-            return code if code >= 0 else 128 - code
-        except subprocess.TimeoutExpired:
-            pass
-        if os.getppid() != parent:  # orphaned: the one that started it is gone
-            os.killpg(0, signal.SIGTERM)
-            try:
-                child.wait(timeout=STOP_GRACE_S)
-            finally:
-                os.killpg(0, signal.SIGKILL)  # what is left, the keeper with it
+    """``cmd`` under a keeper (pvbench/keeper.py): a small Python process that runs it, leads its
+    process group (the caller starts it with start_new_session) and ends the group when this
+    process is gone, however it ended. stop_group stops the group as before (the keeper ignores
+    the signal and waits for ``cmd``, whose exit it exits with). Without it, `pvbench report
+    build` killed with SIGKILL left Evidence (node, vite, esbuild) building for good, and `pvbench
+    local run` left fio writing to the storage until its runtime ended: nothing of pvbench could
+    stop them, and a parent-death signal reaches only the first process of the group."""
+    keeper = Path(__file__).with_name("keeper.py")
+    return [sys.executable, "-I", "-S", str(keeper), str(os.getpid()), str(STOP_GRACE_S), *cmd]
 
 
 @contextlib.contextmanager
@@ -228,7 +198,3 @@ def remove_abandoned(root: str, prefix: str) -> list[str]:
         finally:
             os.close(fd)
     return removed
-
-
-if __name__ == "__main__":  # the keeper of tied_to_this_process: python -m pvbench.stopping PARENT CMD…
-    sys.exit(_keep(int(sys.argv[1]), sys.argv[2:]))

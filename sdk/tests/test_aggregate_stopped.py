@@ -32,7 +32,13 @@ from test_compact import night
 
 from pvbench.analytics.compact import FIRST_BATCH_DOCUMENTS
 from pvbench.analytics.resources import cpu_limit
-from pvbench.stopping import ABANDONED_AFTER_S, OWNER_FILE, own_temporary_folder, remove_abandoned
+from pvbench.stopping import (
+    ABANDONED_AFTER_S,
+    OWNER_FILE,
+    own_temporary_folder,
+    remove_abandoned,
+    tied_to_this_process,
+)
 
 RUNS, PER_RUN = 10, 1_000  # several batches after a small first one: the reader process starts, and has work left
 
@@ -220,3 +226,16 @@ def test_a_process_group_started_by_pvbench_ends_when_pvbench_is_killed(tmp_path
     finally:
         with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_the_keeper_exits_as_its_command_did():
+    """Whoever waits for the keeper sees what it would have seen of the command: its exit code, the
+    signal that ended it (fio's runner says "fio was killed by SIGKILL"), or 127 if it cannot run."""
+
+    def run(script: str) -> int:
+        return subprocess.run(tied_to_this_process(["sh", "-c", script]), timeout=30).returncode
+
+    assert run("exit 0") == 0 and run("exit 3") == 3
+    assert run("kill -KILL $$") == -signal.SIGKILL and run("kill -TERM $$") == -signal.SIGTERM
+    missing = subprocess.run(tied_to_this_process(["/nonexistent/fio"]), capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 127 and "cannot run /nonexistent/fio" in missing.stderr
