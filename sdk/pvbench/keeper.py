@@ -3,8 +3,8 @@ the keeper leads) and ends that group once the process that started the keeper i
 it ended (SIGKILL, the OOM killer), which nothing of that process can handle itself.
 
 Run as a script, ``python -I -S keeper.py PARENT GRACE_S CMD…``, with the standard library only:
-it starts in ~20 ms, where ``python -m pvbench.stopping`` took ~75 ms (pvbench's imports and the
-virtualenv's site), once for every fio a run starts.
+it starts once for every fio a run starts, and as a module of pvbench (``python -m``) it paid for
+pvbench's imports and the virtualenv's site each time, over twice as long.
 """
 
 import os

@@ -7,7 +7,7 @@ blocks remove what it made, its locks are released) and exits 128 + the signal w
 process group pvbench started (fio, the report's Evidence build) with it. Used by fio's runner,
 local mode, the Argo steps, ``pvbench aggregate``, the commands that read a campaign and
 ``pvbench report build``. For what a SIGKILL leaves, which nothing of pvbench can handle:
-``tied_to_this_process`` (a keeper that ends Evidence's group once pvbench is gone) and
+``start_group`` (a keeper leads fio's or Evidence's group and ends it once pvbench is gone) and
 ``own_temporary_folder`` (a killed command's folder is removed by the next one).
 """
 
@@ -109,7 +109,7 @@ def check_interrupted() -> None:
 
 
 def stop_group(proc: subprocess.Popen, signum: int) -> None:
-    """Send ``signum`` to ``proc``'s process group (it leads one: start_new_session), wait for it,
+    """Send ``signum`` to ``proc``'s process group (it leads one: start_group), wait for it,
     SIGKILL what is left after the grace period. fio's, and the report build's Evidence."""
     for sig, wait_s in ((signum, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
         try:
@@ -129,9 +129,16 @@ def stop_group(proc: subprocess.Popen, signum: int) -> None:
         pass
 
 
+def start_group(cmd: list[str], **popen) -> subprocess.Popen:
+    """Start ``cmd`` in a process group of its own (fio, the report's Evidence build), which
+    ``stop_group`` stops with pvbench. A keeper (tied_to_this_process) leads the group, so the
+    group ends with pvbench even when pvbench is killed outright."""
+    return subprocess.Popen(tied_to_this_process(cmd), start_new_session=True, **popen)
+
+
 def tied_to_this_process(cmd: list[str]) -> list[str]:
     """``cmd`` under a keeper (pvbench/keeper.py): a small Python process that runs it, leads its
-    process group (the caller starts it with start_new_session) and ends the group when this
+    process group when started in a session of its own (start_group) and ends the group when this
     process is gone, however it ended. stop_group stops the group as before (the keeper ignores
     the signal and waits for ``cmd``, whose exit it exits with). Without it, `pvbench report
     build` killed with SIGKILL left Evidence (node, vite, esbuild) building for good, and `pvbench

@@ -27,7 +27,7 @@ from typing import Callable
 
 from pvbench.fio.barrier import POLL_S, Barrier
 from pvbench.fio.runner import FioError, FioRun, fio_result
-from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group, tied_to_this_process
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, start_group, stop_group
 
 
 @dataclass
@@ -111,13 +111,12 @@ def run_fio_clients(
             with ExitStack() as files, deferred_signals(raise_after=False):  # no stop before watching
                 for client in clients:
                     err = files.enter_context(client.err_path.open("w"))
-                    client.proc = subprocess.Popen(
-                        tied_to_this_process([exe, "--output-format=json+", f"--output={client.out_path}", "job.fio"]),
+                    client.proc = start_group(
+                        [exe, "--output-format=json+", f"--output={client.out_path}", "job.fio"],
                         cwd=client.workdir,
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
                         stderr=err,
-                        start_new_session=True,
                     )
             check_interrupted()
             _wait_at_barrier(clients, barrier, expected, deadline)

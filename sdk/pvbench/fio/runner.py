@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, stop_group, tied_to_this_process
+from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, start_group, stop_group
 
 
 class FioError(RuntimeError):
@@ -57,13 +57,11 @@ def run_fio(jobfile: str, timeout_s: float, fio: str = "fio") -> FioRun:
         # fio's messages go to a file, not a pipe: a job process outliving a killed fio would hold
         # a pipe open, and waiting for its end would wait for that process
         with err_path.open("w") as err_file, deferred_signals(raise_after=False):  # no stop before watching
-            proc = subprocess.Popen(
-                # a keeper leads the group: fio stops with pvbench, even one killed outright
-                tied_to_this_process([exe, "--output-format=json+", f"--output={out_path}", str(job_path)]),
+            proc = start_group(
+                [exe, "--output-format=json+", f"--output={out_path}", str(job_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err_file,
-                start_new_session=True,
             )
         try:
             check_interrupted()

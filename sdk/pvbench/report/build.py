@@ -38,7 +38,7 @@ from pvbench.report.bundles import (
     bundle_cache,
     is_cached,
 )
-from pvbench.stopping import stop_group, tied_to_this_process
+from pvbench.stopping import start_group, stop_group
 from pvbench.store.locks import folder_lock
 
 # Tables that are empty when a profile did not run (the pages show a note instead); a data
@@ -281,8 +281,8 @@ def _run_step(
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(
-            tied_to_this_process(cmd),  # Evidence ends with pvbench, even one killed outright
+        proc = start_group(  # Evidence ends with pvbench, even one killed outright
+            cmd,
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -290,7 +290,6 @@ def _run_step(
             stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
-            start_new_session=True,
         )
 
         def reader() -> None:
