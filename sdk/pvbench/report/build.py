@@ -64,6 +64,14 @@ def report_tables() -> dict[str, dict[str, str]]:
 
 PATCH_MARKER = "pvbench-offline-parquet"
 DEFAULT_TITLE = "pvbench report"
+# The site title is inlined by Vite (VITE_PVBENCH_TITLE), so each title used to compile bundles of
+# its own (pvbench.report.bundles). A plain title (letters, digits, spaces and punctuation that
+# needs no escaping in HTML nor in a JavaScript string of any quote) is instead written into the
+# built site in place of this placeholder, which the bundles are compiled with: every plain title
+# shares one set of bundles, so `--title` costs no compile. Any other title is compiled in.
+TITLE_PLACEHOLDER = "pvbench-site-title-7f3e1c"
+_PLAIN_TITLE = re.compile(r"[\w .,:;()+\-/#@%]{1,120}")
+_TITLED_SUFFIXES = (".html", ".js", ".json")
 STEP_TIMEOUT_S = 900.0
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -349,6 +357,8 @@ def build_report(
     """
     project = check_installed()
     out_dir = Path(out_dir).resolve()
+    title = title or DEFAULT_TITLE
+    plain_title = is_plain_title(title)
     if out_dir.exists() and any(out_dir.iterdir()) and not _is_site(out_dir):
         raise ReportError(f"{out_dir} exists and is not a pvbench report; choose an empty or new directory")
     console = Console(stderr=True, quiet=quiet)
@@ -358,7 +368,7 @@ def build_report(
     env = {
         **os.environ,
         "PATH": f"{project / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-        "VITE_PVBENCH_TITLE": title or DEFAULT_TITLE,
+        "VITE_PVBENCH_TITLE": TITLE_PLACEHOLDER if plain_title else title,
         "NO_COLOR": "1",
         "FORCE_COLOR": "0",
         "NO_UPDATE_NOTIFIER": "1",
@@ -402,12 +412,34 @@ def build_report(
         built = project / "build"
         if not _is_site(built):
             raise ReportError(f"evidence build finished but {built} holds no site; log: {log_path}")
+        if plain_title:
+            put_title(built, title)
         _install_site(built, out_dir)
         reused = REUSED_LOG_LINE in log_path.read_text(encoding="utf-8", errors="replace")
     rows = ", ".join(f"{t.removeprefix('report_')} {n}" for t, n in counts.items())
     how = "bundles reused" if reused else "bundles compiled" + (f", kept in {cache}" if cache else "")
     console.print(f"report built in {time.monotonic() - started:.0f}s ({how}) → {out_dir}  [dim]({rows})[/]")
     return out_dir
+
+
+def is_plain_title(title: str) -> bool:
+    """Whether ``title`` is put into the built site (bundles shared) rather than compiled in."""
+    return _PLAIN_TITLE.fullmatch(title) is not None
+
+
+def put_title(site: Path, title: str) -> None:
+    """Write the title into the pages and scripts the placeholder was compiled into (plain titles
+    only: the same characters are right as HTML text, in an attribute and in a JavaScript string)."""
+    placeholder, wanted = TITLE_PLACEHOLDER.encode(), title.encode()
+    found = 0
+    for path in site.rglob("*"):
+        if path.suffix in _TITLED_SUFFIXES and path.is_file():
+            content = path.read_bytes()
+            if placeholder in content:
+                path.write_bytes(content.replace(placeholder, wanted))
+                found += 1
+    if not found:  # the pages no longer show VITE_PVBENCH_TITLE as it is (reports/pages/+layout.svelte)
+        raise ReportError(f"the built site holds no title placeholder ({TITLE_PLACEHOLDER}) to put the title in")
 
 
 def _install_site(built: Path, out_dir: Path) -> None:

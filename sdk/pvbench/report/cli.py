@@ -51,10 +51,17 @@ def build(
 
 @app.command("prime")
 def prime(
-    title: Annotated[Optional[str], typer.Option("--title", help="The title the later builds will give")] = None,
+    title: Annotated[
+        Optional[str],
+        typer.Option(
+            "--title",
+            help="A title that is not plain (quotes, &, <…) the later builds will give; plain titles share the bundles",
+        ),
+    ] = None,
 ) -> None:
     """Compile the site's bundles ahead of the first report (a build over empty tables), so that
-    report builds of the same pages and title take under a minute (the report image runs this)."""
+    report builds of the same pages take under a minute (the report image runs this). Any plain
+    title (letters, digits, spaces, .,:;()+-/#@%) is put into the built site, not compiled in."""
     try:
         with stop_on_signals():
             prime_bundles(title=title)
