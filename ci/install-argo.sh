@@ -67,7 +67,8 @@ build() {  # name version srcdir package
   if [ ! -x "$cached" ]; then
     log "building $name $version (go build $pkg)"
     mkdir -p "$cache/bin"
-    (cd "$src" && go build -trimpath -ldflags "-s -w $5" -o "$cached.tmp" "$pkg")
+    # no debug information (ci/install-minio.sh says why)
+    (cd "$src" && go build -trimpath -ldflags "-s -w $5" -gcflags=all=-dwarf=false -o "$cached.tmp" "$pkg")
     mv "$cached.tmp" "$cached"
   fi
   if ! cmp -s "$cached" "$bin/$name" 2>/dev/null; then cp "$cached" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"; fi

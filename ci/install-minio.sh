@@ -15,5 +15,9 @@ if ! command -v go >/dev/null; then
   exit 1
 fi
 echo "minio: building $MINIO_VERSION (a few minutes on a cold cache)"
-GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/minio/minio@$MINIO_VERSION"
+# No debug information: -gcflags=all=-dwarf=false skips making it (helm cold: 133/127 s instead
+# of 152/139 s, two pairs on 2 cores), -ldflags '-s -w' drops the symbol table; panics still
+# print their stacks. CI tools built from source, never debugged here.
+GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" -gcflags=all=-dwarf=false \
+  "github.com/minio/minio@$MINIO_VERSION"
 "$TOOLS/bin/minio" --version | head -1

@@ -44,7 +44,8 @@ install() {  # name module version
   echo "install-tools: building $name $version (go install $module@$version)"
   # An older local go fetches the toolchain the module asks for through the Go proxy
   # (GOTOOLCHAIN=auto, the default); export GOTOOLCHAIN=local to forbid that.
-  GOBIN=$bin GOFLAGS=-mod=mod go install "$module@$version"
+  # no debug information (ci/install-minio.sh says why)
+  GOBIN=$bin GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" -gcflags=all=-dwarf=false "$module@$version"
   echo "$version" >"$stamp"
 }
 

@@ -102,7 +102,8 @@ build_binaries() {  # runs in the background while images build
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
   ld="$ld -X k8s.io/component-base/version.gitMinor=31 -X k8s.io/component-base/version.gitTreeState=clean"
   ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitCommit=pvbench-gomod"
-  (cd "$HERE/k8s" && go build -trimpath -ldflags "$ld" -o "$BIN/" \
+  # no debug information, ~10% less compiling (ci/install-minio.sh)
+  (cd "$HERE/k8s" && go build -trimpath -ldflags "$ld" -gcflags=all=-dwarf=false -o "$BIN/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
   (cd "$HERE/pause" && GOFLAGS= go build -trimpath -ldflags '-s -w' -o "$BIN/pause" pause.go)
