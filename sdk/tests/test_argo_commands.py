@@ -236,6 +236,16 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     rows = pq.read_table(out / "report_failures.parquet").to_pylist()
     assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
 
+    # By hand, a --run that names no run of the campaign (a typo) is an error naming the runs
+    # there, and the tables are left as they were: it used to aggregate the campaign without
+    # it and exit 0, as if the run had been added
+    tables = {f.name: f.stat().st_mtime_ns for f in out.iterdir()}
+    typo = run("aggregate", "--store", str(store), "--campaign", "CI", "--run", "wf-l", "--out", str(out))
+    said = " ".join(typo.stderr.split())
+    assert typo.returncode == 2 and "run 'wf-l' has no results" in said and "1 compacted run(s): wf-1" in said
+    assert "Traceback" not in typo.stderr
+    assert {f.name: f.stat().st_mtime_ns for f in out.iterdir()} == tables
+
 
 def test_aggregate_with_nothing_stored_says_what_failed(tmp_path):
     proc = run(

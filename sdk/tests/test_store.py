@@ -45,6 +45,12 @@ def test_put_get_list_idempotent(kind, tmp_path, request):
     assert store.exists("results/b/result.json") and not store.exists("results/c/result.json")
 
 
+def test_a_local_store_takes_its_root_as_a_string(tmp_path):
+    store = LocalStore(str(tmp_path))  # what a script writes; keys are joined to the root with /
+    store.put_bytes("results/a/result.json", b"one")
+    assert store.root == tmp_path and store.get_bytes("results/a/result.json") == b"one"
+
+
 def test_s3_store_needs_its_settings(monkeypatch):
     for var in ("PVBENCH_S3_ENDPOINT", "S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(var, raising=False)

@@ -283,6 +283,8 @@ def refresh_compacts(
     listings = list_runs(store, campaign, run) if run is not None else {}
     existing = prefetched.compacts() if prefetched is not None else list_compacts(store, campaign)
     own = set(listings)  # the run that finished (its failures are given)
+    if run is not None and failures is None and not listings:
+        _check_run_exists(store, existing, campaign, run)
     if run is not None:
         # Compacts an older pvbench made (without occasion_measurements) are compacted again from
         # their documents, though another run is the one that finished: read as they are, they
@@ -365,6 +367,26 @@ def refresh_compacts(
         ]
     finally:  # the connection goes on to the campaign's models: every thread again
         con.execute("SET threads = ?", [duckdb_settings()["threads"]])
+
+
+def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], campaign: str | None, run: str) -> None:
+    """A named run with no results, no compact and no failures given is a mistake (a typo in
+    ``--run``, the wrong campaign): said before anything is built, with the campaign's runs. It
+    used to aggregate the campaign without it and exit 0, as if the run had been added. (The Argo
+    exit handler always gives its failures, even none: a run that stored nothing still ends.)"""
+    where = (slug(campaign), slug(run)) if campaign is not None else None
+    if where in existing:  # compacted before, its documents since removed: read as it was
+        return
+    runs = sorted(r for c, r in existing if where is None or c == where[0])
+    shown = ", ".join(runs[:5]) + (" …" if len(runs) > 5 else "")
+    raise AnalyticsError(
+        f"run {run!r} has no results in {store.url}/{results_prefix(campaign, run)} and no compact; "
+        + (
+            f"campaign {campaign!r} has {len(runs)} compacted run(s): {shown}"
+            if runs
+            else f"campaign {campaign!r} has none"
+        )
+    )
 
 
 def prepare_compaction(con: duckdb.DuckDBPyConnection, many_runs: bool) -> None:

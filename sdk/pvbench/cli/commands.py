@@ -173,7 +173,8 @@ def aggregate_cmd(
         Optional[str],
         typer.Option(
             help="The run that just finished: only it is listed and compacted, the campaign's other runs are "
-            "read from their compacts as they are (without --run every run is checked)"
+            "read from their compacts as they are (without --run every run is checked); a run with no results "
+            "and no compact is an error"
         ),
     ] = None,
     out: Annotated[

@@ -113,6 +113,9 @@ class Store(Protocol):
 class LocalStore:
     root: Path
 
+    def __post_init__(self) -> None:  # a str root too (scripts): keys are joined to it with /
+        self.root = Path(self.root)
+
     @property
     def url(self) -> str:
         return str(self.root)

@@ -360,6 +360,21 @@ def aggregate_out_on_full_disk(ctx: Ctx) -> Outcome:
         )
 
 
+def aggregate_run_that_is_not_there(ctx: Ctx) -> Outcome:
+    store = _imported_store(ctx)
+    first, _ = _aggregate(ctx, store)
+    out = ctx.tmp / "parquet"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    proc = ctx.cli("aggregate", "--store", str(store), "--campaign", "c", "--run", "azur", "--out", str(out))
+    ok, shown = clear_error(proc, "run 'azur' has no results", "1 compacted run(s): azure")
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    return Outcome(
+        ok and first.returncode == 0 and after == before,
+        shown,
+        f"the {len(before)} tables of the aggregation before: " + ("as they were" if after == before else "CHANGED"),
+    )
+
+
 # ---------------------------------------------------------------- 5. store URLs and settings
 NO_S3 = {"PVBENCH_S3_ENDPOINT": "", "S3_ENDPOINT": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
 
@@ -437,6 +452,7 @@ CASES = [
     Case("store", "spool on a full disk, S3 up", spool_on_full_disk, needs=("fio", "minio")),
     Case("store", "`aggregate` with its temporary folder full", aggregate_with_full_temporary_folder),
     Case("store", "`aggregate --out` on a full disk", aggregate_out_on_full_disk),
+    Case("store", "`aggregate --run` naming a run the campaign lacks (a typo)", aggregate_run_that_is_not_there),
     Case("store", "store `s3://` (no bucket)", _store_url_refused("s3://", "names no bucket")),
     Case("store", "store `ftp://host/x`", _store_url_refused("ftp://host/x", "unsupported store URL")),
     Case(
