@@ -384,7 +384,7 @@ def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], ca
         + (
             f"campaign {campaign!r} has {len(runs)} compacted run(s): {shown}"
             if runs
-            else f"campaign {campaign!r} has none"
+            else f"campaign {campaign!r} has no compacted run yet (aggregate it without --run to compact them all)"
         )
     )
 
