@@ -28,7 +28,6 @@ from typing import Iterator, Mapping
 
 from rich.console import Console
 
-from pvbench.pipeline import table_schemas
 from pvbench.report.bundles import (
     BUILD_LOCK,
     BUILD_LOG,
@@ -59,6 +58,10 @@ def report_tables() -> dict[str, dict[str, str]]:
     models run over no results). Nothing here is typed by hand: a page that reads a column no
     model makes fails the build on the staged tables (its query's error, which Evidence only logs,
     fails build_report), and a data directory whose table lacks a column fails stage_data."""
+    # imported here: the pipeline (DuckDB, NumPy, the models) is 0.25 s that `pvbench --help`,
+    # `report serve` and `report locate` (which import this module) never use
+    from pvbench.pipeline import table_schemas
+
     return {table: columns for table, columns in table_schemas().items() if table.startswith("report_")}
 
 
