@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pvbench.cells.cell import check_label, check_repetitions, check_storage_class_name
 from pvbench.profiles import DEFAULT_PROFILE_NAME
 from pvbench.stats.adaptive import AdaptiveSettings
+from pvbench.yaml_input import load_yaml
 
 
 class ConfigError(ValueError):
@@ -80,7 +81,7 @@ class LocalConfig(BaseModel):
 def load_config(path: Path) -> LocalConfig:
     """Read and check a config; relative paths are relative to the file."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     try:

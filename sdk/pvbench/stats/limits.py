@@ -35,6 +35,8 @@ from pathlib import Path
 
 import yaml
 
+from pvbench.yaml_input import load_yaml
+
 LIMITS_ENV = "PVBENCH_LIMITS"
 LIMITS_STORE_KEY = "config/limits.yaml"
 DEFAULT_TOLERANCE = 0.10
@@ -183,7 +185,7 @@ def read_declarations(text: str, source: str) -> Declarations:
     if source.lower().endswith(".csv"):
         return parse_declarations(_from_csv(text, source), source)
     try:
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(text) or {}
     except yaml.YAMLError as exc:
         raise LimitsError(f"{source}: {exc}") from exc
     return parse_declarations(data, source)

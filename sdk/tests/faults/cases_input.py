@@ -34,7 +34,21 @@ def _local_run_refused(name: str, *expect: str, **over) -> Case:
     return Case("input", name, run)
 
 
+def _config_with_a_class_twice(ctx: Ctx) -> Outcome:
+    """A storage class line copied and not renamed: YAML keeps the last value, one class fewer."""
+    (ctx.tmp / "media").mkdir(exist_ok=True)
+    path = ctx.tmp / "pvbench.yaml"
+    path.write_text(
+        f"campaign: c\nstore: {ctx.tmp / 'store'}\nprofiles: [dbench]\nrepetitions: 1\n"
+        f"storage_classes:\n  fast: {ctx.tmp / 'media'}\n  fast: {ctx.tmp / 'media'}/other\n"
+    )
+    proc = ctx.cli("local", "run", str(path), "--dry-run")
+    ok, shown = clear_error(proc, "line 7: key 'fast' again (first at line 6)")
+    return Outcome(ok and not (ctx.tmp / "store").exists(), shown, "nothing ran; store untouched")
+
+
 CASES = [
+    Case("input", "a storage class twice in the config (YAML would keep the last)", _config_with_a_class_twice),
     _local_run_refused("storage class `Bad_Name` (not DNS-1123)", "Bad_Name", storage_classes={"Bad_Name": "/tmp"}),
     _local_run_refused("unknown profile `nosuch`", "nosuch", profiles=["nosuch"]),
     _local_run_refused("repetitions: -1", "repetitions", repetitions=-1),
