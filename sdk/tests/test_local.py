@@ -90,6 +90,9 @@ def test_local_run_end_to_end(tmp_path):
         ({"size": "500T"}, "does not fit"),
         ({"repetitions": 0}, "greater than or equal to 1"),
         ({"tests": ["no-such-test"]}, "has a test 'no-such-test'"),
+        # a class line copied, its name changed and not its path: the storage compared with itself
+        ({"storage_classes": {"alpha": "/tmp/x", "beta": "/tmp/x/"}}, "'alpha' and 'beta' are the same directory"),
+        ({"profiles": ["vshn", "vshn"]}, "profiles are listed twice"),
     ],
 )
 def test_bad_config_fails_before_any_fio(tmp_path, over, message):

@@ -37,6 +37,8 @@ def expand(
         raise ProfileError(f"storage classes are listed twice: {storage_classes}")
     for name in storage_classes:
         check_storage_class_name(name)
+    if len(set(profiles)) != len(profiles):  # each cell of it would be planned twice, under one key
+        raise ProfileError(f"profiles are listed twice: {profiles}")
     loaded = [load_profile(spec) for spec in profiles]
     if not loaded:
         raise ProfileError("at least one profile is needed")

@@ -91,6 +91,16 @@ def load_config(path: Path) -> LocalConfig:
         raise ConfigError(f"{path}: {problems}") from exc
     base = path.parent.resolve()
     config.storage_classes = {k: (base / v).resolve() for k, v in config.storage_classes.items()}
+    # two names for one directory (a class line copied, its name changed and not its path): the
+    # report would compare the storage with itself and find "no difference"
+    by_target: dict[Path, str] = {}
+    for name, target in config.storage_classes.items():
+        if target in by_target:
+            raise ConfigError(
+                f"{path}: storage classes {by_target[target]!r} and {name!r} are the same directory {target}: "
+                "they would measure the same storage; give each class its own directory"
+            )
+        by_target[target] = name
     config.spool = (base / config.spool).resolve()
     config.profiles = [f"file:{(base / p[5:]).resolve()}" if p.startswith("file:") else p for p in config.profiles]
     if "://" not in config.store:
