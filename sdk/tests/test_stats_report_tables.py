@@ -184,6 +184,12 @@ def test_compare_cli_gates_on_the_regression(tmp_path):
     assert proc.returncode == 1 and "worse" in proc.stdout
     proc = pvbench("compare", "storage_class=fast", "after", "--store", tmp_path, "--campaign", "syn")
     assert proc.returncode == 2 and "on both sides" in proc.stderr
+    # a run against itself (a gate given one run id twice), or against one of its own occasions:
+    # refused, not "no meaningful difference" (exit 0: the gate passed)
+    for base, cand, run in (("after", "after", "after"), ("b5", "run=b5,occasion=o1", "b5")):
+        proc = pvbench("compare", base, cand, "--store", tmp_path, "--campaign", "syn")
+        said = " ".join(proc.stderr.split())
+        assert proc.returncode == 2 and "select the same results" in said and f"e.g. run {run}," in said, said
 
 
 def _approx_row(row: dict) -> dict:

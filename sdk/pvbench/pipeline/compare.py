@@ -68,6 +68,27 @@ def occasion_rows(
     return out
 
 
+def _selected(con: duckdb.DuckDBPyConnection, side: Side) -> set[tuple]:
+    """The labels (LABELS' values) of the results ``side`` selects in a built campaign."""
+    rows = con.execute(f"SELECT DISTINCT {', '.join(LABELS)} FROM measurements").fetchall()
+    return {labels for labels in rows if side.matches(dict(zip(LABELS, labels)))}
+
+
+def _refuse_shared(baseline: Side, candidate: Side, base_con, cand_con) -> None:
+    """Two sides that select some of the same results (``run=r run=r``; a run against one of its
+    own occasions) are no comparison: a run judged against itself found "no meaningful
+    difference", and a regression gate given the same run twice by mistake passed."""
+    shared = _selected(base_con, baseline) & _selected(cand_con, candidate)
+    if shared:
+        example = dict(zip(LABELS, min(shared, key=lambda labels: tuple(str(v) for v in labels))))
+        which = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in example.items() if v)
+        raise SideError(
+            f"baseline ({baseline.describe()}) and candidate ({candidate.describe()}) select the same results "
+            f"in {len(shared)} (run, storage class, occasion) group(s), e.g. {which}: a comparison needs two "
+            "different sets of results"
+        )
+
+
 def compare_sides(
     store, baseline: Side, candidate: Side, metrics: str = "headline", settings: CompareSettings = CompareSettings()
 ) -> SideComparison:
@@ -99,6 +120,8 @@ def compare_sides(
         else:
             base_rows = occasion_rows(tables(baseline), {"baseline": baseline}, metrics)["baseline"]
             cand_rows = occasion_rows(tables(candidate), {"candidate": candidate}, metrics)["candidate"]
+        if baseline.campaign == candidate.campaign:
+            _refuse_shared(baseline, candidate, tables(baseline), tables(candidate))
     finally:
         for con in built.values():
             con.close()
