@@ -54,6 +54,15 @@ def small_tmpfs(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)])
 
 
+def test_numbers_in_the_config_read_as_the_template_and_the_cli_read_them(tmp_path):
+    """`runtime: 5` is a YAML number: seconds, as `--runtime 5` and the Argo parameter are (fio-style),
+    not pydantic's "Input should be a valid string"."""
+    config = load_config(write_config(tmp_path, ramp=0.5, runtime=5, size=16777216))
+    assert (config.ramp, config.runtime, config.size) == ("0.5", "5", "16777216")
+    [plan, *_] = plan_run(config, "r")
+    assert (plan.timing.ramp_s, plan.timing.runtime_s, plan.timing.size_bytes) == (0.5, 5.0, 16 * 2**20)
+
+
 def test_matrix_is_interleaved_and_seeded():
     args = dict(
         campaign="c", run="r", occasion="o", storage_classes=["a", "b", "c"], profiles=["dbench"], repetitions=3
@@ -93,6 +102,9 @@ def test_local_run_end_to_end(tmp_path):
         # a class line copied, its name changed and not its path: the storage compared with itself
         ({"storage_classes": {"alpha": "/tmp/x", "beta": "/tmp/x/"}}, "'alpha' and 'beta' are the same directory"),
         ({"profiles": ["vshn", "vshn"]}, "profiles are listed twice"),
+        ({"occasions": []}, "at least one occasion is needed"),  # was an IndexError traceback
+        # fio refuses a file smaller than a block: every cell failed, after the run had started
+        ({"size": "2k"}, "size 2,048 bytes is smaller than one block of the test (bs 4k)"),
     ],
 )
 def test_bad_config_fails_before_any_fio(tmp_path, over, message):

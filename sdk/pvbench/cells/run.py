@@ -21,7 +21,16 @@ from pvbench.cells.slo import search as search_slo
 from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
 from pvbench.fio.target import check_target, filesystem_of
-from pvbench.profiles import FioTest, Profile, Timing, load_profile, render_jobfile, resolve_timing
+from pvbench.profiles import (
+    FioTest,
+    Profile,
+    ProfileError,
+    Timing,
+    load_profile,
+    parse_size,
+    render_jobfile,
+    resolve_timing,
+)
 from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, WorkloadSpec
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
@@ -86,6 +95,21 @@ class CellPlan:
         return volume_wait_s + 2 * self.fio_seconds + layout + CELL_OVERHEAD_S
 
 
+def check_size_holds_a_block(profile: Profile, test: FioTest, timing: Timing) -> None:
+    """fio refuses a file smaller than one block ("size too small, must not be less than minimum
+    block size"): a size of 10 (bytes, fio-style) or 64k for a 128k test failed every cell of the
+    run, after the volumes were made. Said before anything runs instead."""
+    try:
+        block = min(parse_size(part.split("-")[0]) for part in test.bs.split(",") if part)  # fio's minimum
+    except (ProfileError, ValueError):  # a bs pvbench does not parse: fio's to judge
+        return
+    if timing.size_bytes < block:
+        raise ProfileError(
+            f"{profile.name}/{test.name}: size {timing.size_bytes:,} bytes is smaller than one block of the test (bs {test.bs}); "
+            "fio needs a file of at least one block: use a larger size, e.g. 1G"
+        )
+
+
 def plan_cell(
     cell: Cell,
     target: Path,
@@ -98,6 +122,7 @@ def plan_cell(
     profile = load_profile(cell.profile)
     test = profile.test(cell.workload)
     timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
+    check_size_holds_a_block(profile, test, timing)
     if check:
         check_target(target, timing.size_bytes, max_jobs(test, one_client))
     return CellPlan(cell, profile, test, timing, target)

@@ -70,9 +70,21 @@ class LocalConfig(BaseModel):
     def _campaign(cls, value: str) -> str:
         return check_label("campaign", value)
 
+    @field_validator("ramp", "runtime", "size", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: object) -> object:
+        """``runtime: 5`` is a YAML number: read as the text ``5``, as the same value is where
+        the Argo template and the CLI give it (fio-style: seconds, a size in bytes), not
+        refused with pydantic's "Input should be a valid string"."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
+
     @field_validator("occasions")
     @classmethod
     def _occasions(cls, value: list[str]) -> list[str]:
+        if not value:  # nothing would run, and the run's plan has no first cell to time
+            raise ValueError("at least one occasion is needed")
         for occasion in value:
             check_label("occasion", occasion)
         return value
