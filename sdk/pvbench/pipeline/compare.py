@@ -112,16 +112,17 @@ def compare_sides(
             # one campaign: read it once. The classes' history is what neither side selects and ran
             # before the candidate: it tells how much occasions differ when a side has only one.
             con, sides = tables(Side(baseline.campaign)), {"baseline": baseline, "candidate": candidate}
+            _refuse_shared(baseline, candidate, con, con)
             rows = occasion_rows(con, sides, metrics)
             base_rows, cand_rows = rows["baseline"], rows["candidate"]
             starts = [r["started_at"] for r in cand_rows if r["started_at"] is not None]
             if starts:
                 history = occasion_rows(con, sides, metrics, history_before=min(starts))["history"]
         else:
+            if baseline.campaign == candidate.campaign:
+                _refuse_shared(baseline, candidate, tables(baseline), tables(candidate))
             base_rows = occasion_rows(tables(baseline), {"baseline": baseline}, metrics)["baseline"]
             cand_rows = occasion_rows(tables(candidate), {"candidate": candidate}, metrics)["candidate"]
-        if baseline.campaign == candidate.campaign:
-            _refuse_shared(baseline, candidate, tables(baseline), tables(candidate))
     finally:
         for con in built.values():
             con.close()
