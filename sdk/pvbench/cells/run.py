@@ -27,7 +27,6 @@ from pvbench.profiles import (
     ProfileError,
     Timing,
     load_profile,
-    parse_size,
     render_jobfile,
     resolve_timing,
 )
@@ -99,14 +98,10 @@ def check_size_holds_a_block(profile: Profile, test: FioTest, timing: Timing) ->
     """fio refuses a file smaller than one block ("size too small, must not be less than minimum
     block size"): a size of 10 (bytes, fio-style) or 64k for a 128k test failed every cell of the
     run, after the volumes were made. Said before anything runs instead."""
-    try:
-        block = min(parse_size(part.split("-")[0]) for part in test.bs.split(",") if part)  # fio's minimum
-    except (ProfileError, ValueError):  # a bs pvbench does not parse: fio's to judge
-        return
-    if timing.size_bytes < block:
+    if timing.size_bytes < test.bs_bytes:
         raise ProfileError(
-            f"{profile.name}/{test.name}: size {timing.size_bytes:,} bytes is smaller than one block of the test (bs {test.bs}); "
-            "fio needs a file of at least one block: use a larger size, e.g. 1G"
+            f"{profile.name}/{test.name}: size {timing.size_bytes:,} bytes is smaller than one block of the test "
+            f"(bs {test.bs}); fio needs a file of at least one block: use a larger size, e.g. 1G"
         )
 
 
