@@ -18,7 +18,9 @@ class ConfigError(ValueError):
 
 
 class LocalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # `runtime: 5` is a YAML number: read as the text "5", as --runtime 5 and the Argo parameter
+    # give it (fio-style: seconds, a size in bytes), not refused as "Input should be a valid string"
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
     campaign: str = Field(description="Campaign label of every result")
     store: str = Field(default="./pvbench-data", description="Directory or s3://bucket/prefix")
@@ -69,16 +71,6 @@ class LocalConfig(BaseModel):
     @classmethod
     def _campaign(cls, value: str) -> str:
         return check_label("campaign", value)
-
-    @field_validator("ramp", "runtime", "size", mode="before")
-    @classmethod
-    def _number_as_text(cls, value: object) -> object:
-        """``runtime: 5`` is a YAML number: read as the text ``5``, as the same value is where
-        the Argo template and the CLI give it (fio-style: seconds, a size in bytes), not
-        refused with pydantic's "Input should be a valid string"."""
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-        return value
 
     @field_validator("occasions")
     @classmethod
