@@ -27,17 +27,29 @@ LABELS = {"run": "VARCHAR", "storage_class": "VARCHAR", "occasion": "VARCHAR", "
 OCCASION_COLUMNS = ("run", "occasion", "storage_class", "profile", "workload", "direction", "metric")
 
 
+def result_labels(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """The distinct labels (LABELS) of the results in ``measurements`` (a built campaign on ``con``)."""
+    return [
+        dict(zip(LABELS, labels))
+        for labels in con.execute(f"SELECT DISTINCT {', '.join(LABELS)} FROM measurements").fetchall()
+    ]
+
+
 def occasion_rows(
-    con: duckdb.DuckDBPyConnection, sides: dict[str, Side], metrics: str, history_before: float | None = None
+    con: duckdb.DuckDBPyConnection,
+    labels: list[dict],
+    sides: dict[str, Side],
+    metrics: str,
+    history_before: float | None = None,
 ) -> dict[str, list[dict]]:
-    """Each side's rows of ``measurements`` (a built campaign on ``con``), one per occasion and
-    metric with that occasion's ``values``, for the metrics ``metrics`` names. With
-    ``history_before`` (epoch seconds), instead the rows of side ``history``: the labels no side
-    selects, their values that started before it (the classes' earlier occasions)."""
+    """Each side's rows of ``measurements`` (a built campaign on ``con``, whose result_labels are
+    ``labels``), one per occasion and metric with that occasion's ``values``, for the metrics
+    ``metrics`` names. With ``history_before`` (epoch seconds), instead the rows of side
+    ``history``: the labels no side selects, their values that started before it (the classes'
+    earlier occasions)."""
     wanted = wanted_metrics(metrics)
     chosen = []
-    for labels in con.execute(f"SELECT DISTINCT {', '.join(LABELS)} FROM measurements").fetchall():
-        row = dict(zip(LABELS, labels))
+    for row in labels:
         picked = [name for name, side in sides.items() if side.matches(row)]
         if history_before is not None:
             picked = [] if picked else ["history"]
@@ -68,17 +80,16 @@ def occasion_rows(
     return out
 
 
-def _selected(con: duckdb.DuckDBPyConnection, side: Side) -> set[tuple]:
-    """The labels (LABELS' values) of the results ``side`` selects in a built campaign."""
-    rows = con.execute(f"SELECT DISTINCT {', '.join(LABELS)} FROM measurements").fetchall()
-    return {labels for labels in rows if side.matches(dict(zip(LABELS, labels)))}
+def _selected(labels: list[dict], side: Side) -> set[tuple]:
+    """The labels (LABELS' values, a tuple) of the results ``side`` selects among ``labels``."""
+    return {tuple(row.values()) for row in labels if side.matches(row)}
 
 
-def _refuse_shared(baseline: Side, candidate: Side, base_con, cand_con) -> None:
+def _refuse_shared(baseline: Side, candidate: Side, base_labels: list[dict], cand_labels: list[dict]) -> None:
     """Two sides that select some of the same results (``run=r run=r``; a run against one of its
     own occasions) are no comparison: a run judged against itself found "no meaningful
     difference", and a regression gate given the same run twice by mistake passed."""
-    shared = _selected(base_con, baseline) & _selected(cand_con, candidate)
+    shared = _selected(base_labels, baseline) & _selected(cand_labels, candidate)
     if shared:
         example = dict(zip(LABELS, min(shared, key=lambda labels: tuple(str(v) for v in labels))))
         which = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in example.items() if v)
@@ -96,6 +107,7 @@ def compare_sides(
     wanted_metrics(metrics)  # a bad --metrics is said before anything is read
     history: list[dict] = []
     built: dict[tuple, duckdb.DuckDBPyConnection] = {}
+    labelled: dict[tuple, list[dict]] = {}
 
     def tables(side: Side) -> duckdb.DuckDBPyConnection:
         """The campaign's measurements (or, for a side of one run, that run's), built once."""
@@ -107,22 +119,33 @@ def compare_sides(
             )
         return built[key]
 
+    def labels(side: Side) -> list[dict]:
+        """result_labels of tables(side), read once: the check for shared results and each
+        side's selection read them."""
+        key = (side.campaign, side.run)
+        if key not in labelled:
+            labelled[key] = result_labels(tables(side))
+        return labelled[key]
+
     try:
         if baseline.campaign == candidate.campaign and "storage_class" in keys:
             # one campaign: read it once. The classes' history is what neither side selects and ran
             # before the candidate: it tells how much occasions differ when a side has only one.
-            con, sides = tables(Side(baseline.campaign)), {"baseline": baseline, "candidate": candidate}
-            _refuse_shared(baseline, candidate, con, con)
-            rows = occasion_rows(con, sides, metrics)
+            campaign = Side(baseline.campaign)
+            con, found, sides = tables(campaign), labels(campaign), {"baseline": baseline, "candidate": candidate}
+            _refuse_shared(baseline, candidate, found, found)
+            rows = occasion_rows(con, found, sides, metrics)
             base_rows, cand_rows = rows["baseline"], rows["candidate"]
             starts = [r["started_at"] for r in cand_rows if r["started_at"] is not None]
             if starts:
-                history = occasion_rows(con, sides, metrics, history_before=min(starts))["history"]
+                history = occasion_rows(con, found, sides, metrics, history_before=min(starts))["history"]
         else:
             if baseline.campaign == candidate.campaign:
-                _refuse_shared(baseline, candidate, tables(baseline), tables(candidate))
-            base_rows = occasion_rows(tables(baseline), {"baseline": baseline}, metrics)["baseline"]
-            cand_rows = occasion_rows(tables(candidate), {"candidate": candidate}, metrics)["candidate"]
+                _refuse_shared(baseline, candidate, labels(baseline), labels(candidate))
+            base_rows = occasion_rows(tables(baseline), labels(baseline), {"baseline": baseline}, metrics)["baseline"]
+            cand_rows = occasion_rows(tables(candidate), labels(candidate), {"candidate": candidate}, metrics)[
+                "candidate"
+            ]
     finally:
         for con in built.values():
             con.close()
