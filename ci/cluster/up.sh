@@ -120,13 +120,16 @@ full_ref() {  # an image name as containerd/buildah store it (docker.io/library/
 }
 
 # buildah with its storage in the cache, and its CNI config dir there too (buildah would
-# otherwise create /etc/cni/net.d on the host, even for `from` and with host networking)
+# otherwise create /etc/cni/net.d on the host, even for `from` and with host networking), and
+# its temporary files: they hold the Dockerfiles' RUN --mount=type=cache directories (the report
+# image's compiled bundles, kept from one build to the next), which would be in /var/tmp
 B() {
   if [ ! -s "$CACHE/buildah/containers.conf" ]; then
     mkdir -p "$CACHE/buildah/cni"
     printf '[network]\nnetwork_config_dir = "%s"\n' "$CACHE/buildah/cni" >"$CACHE/buildah/containers.conf"
   fi
-  CONTAINERS_CONF=$CACHE/buildah/containers.conf \
+  mkdir -p "$CACHE/buildah/tmp"
+  TMPDIR=$CACHE/buildah/tmp CONTAINERS_CONF=$CACHE/buildah/containers.conf \
     buildah --root "$CACHE/buildah/root" --runroot "$RUNDIR/buildah" --storage-driver overlay "$@"
 }
 

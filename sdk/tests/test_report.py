@@ -424,6 +424,72 @@ def test_the_bundle_key_follows_what_the_bundles_are_made_of(tmp_path):
         assert bundle_key(project, env) == key, where
 
 
+def test_prime_with_a_cache_copies_its_bundles_in_and_compiles_nothing(reports, tmp_path):
+    """`pvbench report prime --cache DIR` (the report image's build, DIR its cache mount): bundles
+    of these pages found in DIR are put in place without a build, so an image rebuilt after a change
+    to pvbench's Python code alone primes in seconds instead of compiling for ~2 minutes."""
+    import pvbench.report.build as build
+
+    project = evidence_project_copy(reports, tmp_path / "reports")
+    key = bundle_key(project, build._evidence_env(project, build.DEFAULT_TITLE))
+    shared = tmp_path / "cache-mount"
+    (shared / key / "server").mkdir(parents=True)
+    (shared / key / "bundle.json").write_text("{}")
+    (shared / key / "server" / "index.js").write_text("// compiled once")
+    (shared / f"{key}.partial-99").mkdir()  # another build's copy in progress: left alone
+    env = {**os.environ, "PVBENCH_REPORTS_DIR": str(project)}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pvbench.cli", "report", "prime", "--cache", str(shared)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing compiled" in " ".join(proc.stderr.split()), proc.stderr
+    assert time.monotonic() - started < 30  # a build, even one reusing bundles, takes longer
+    restored = project / ".evidence" / "pvbench-bundles" / key
+    assert (restored / "server" / "index.js").read_text() == "// compiled once"
+    assert not (project / BUILD_LOG).exists() and not (project / "build").exists()  # Evidence never ran
+    assert sorted(p.name for p in shared.iterdir()) == sorted([key, f"{key}.partial-99"])
+
+
+def test_prime_copies_the_bundles_it_compiled_to_its_cache(tmp_path, monkeypatch):
+    """Bundles compiled by `prime --cache` are copied there whole (staged, then renamed), and the
+    cache keeps the KEEP used last, as the project does."""
+    import pvbench.report.build as build
+    import pvbench.report.bundles as bundles
+
+    project = tmp_path / "reports"
+    (project / "pages").mkdir(parents=True)
+    (project / "pages" / "index.md").write_text("# hello")
+    monkeypatch.setattr(build, "check_installed", lambda project=None: tmp_path / "reports")
+    monkeypatch.setattr(build, "reports_dir", lambda: tmp_path / "reports")
+    shared = tmp_path / "cache-mount"
+    for age, name in enumerate(["a", "b", "c"]):
+        (shared / name).mkdir(parents=True)
+        (shared / name / "bundle.json").write_text("{}")
+        os.utime(shared / name, (time.time() - 10 * (age + 1),) * 2)
+
+    def compile_bundles(data, site, **kwargs):  # what the patched SvelteKit leaves after compiling
+        cache = bundles.bundle_cache(project, build._evidence_env(project, build.DEFAULT_TITLE))
+        (cache / "client").mkdir(parents=True)
+        (cache / "client" / "app.js").write_text("// compiled")
+        (cache / "bundle.json").write_text("{}")
+        return site
+
+    monkeypatch.setattr(build, "build_report", compile_bundles)
+    done = build.prime_bundles(shared=shared)
+    key = bundle_key(project, build._evidence_env(project, build.DEFAULT_TITLE))
+    assert done.startswith("bundles compiled") and str(shared) in done
+    assert (shared / key / "client" / "app.js").read_text() == "// compiled"
+    assert sorted(p.name for p in shared.iterdir()) == sorted([key, "a", "b"])  # KEEP = 3
+    # primed again: nothing to compile, the project has them; the cache keeps them
+    monkeypatch.setattr(build, "build_report", lambda *a, **k: pytest.fail("compiled again"))
+    assert "nothing compiled" in build.prime_bundles(shared=shared)
+
+
 def test_bundles_are_kept_for_the_few_latest_keys(tmp_path, monkeypatch):
     """bundle_cache names the directory for the key, keeps it and the KEEP - 1 bundles used last,
     removes the rest and any bundle a dead build left half-staged; REUSE_ENV=0 turns reuse off."""

@@ -98,3 +98,38 @@ def _prune(root: Path, keep: Path) -> None:
     bundles.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in bundles[KEEP - 1 :]:  # KEEP - 1 besides the one this build uses
         shutil.rmtree(old, ignore_errors=True)
+
+
+def restore_bundle(shared: Path, cache: Path) -> bool:
+    """Copy the bundles for ``cache``'s key from ``shared`` (a directory kept across builds, e.g.
+    an image build's cache mount) into ``cache``; False when ``shared`` has none for that key."""
+    source = shared / cache.name
+    if not is_cached(source):
+        return False
+    _copy_whole(source, cache)
+    os.utime(source)  # used: kept by the shared directory's prune
+    return True
+
+
+def share_bundle(cache: Path, shared: Path) -> None:
+    """Copy the bundles a build compiled into ``shared`` for later builds elsewhere (the next image
+    build), keeping only the KEEP used last there too."""
+    shared.mkdir(parents=True, exist_ok=True)
+    _copy_whole(cache, shared / cache.name)
+    _prune(shared, keep=shared / cache.name)
+
+
+def _copy_whole(source: Path, target: Path) -> None:
+    """Copy a bundle directory so that ``target`` is either absent or whole: staged beside it
+    (a ".partial-" name, which _prune clears when stale), then renamed into place. A target that
+    is already whole (another build put it there meanwhile) is left as it is."""
+    if is_cached(target):
+        return
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    if is_cached(target):
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    shutil.rmtree(target, ignore_errors=True)  # a directory without bundle.json: not whole
+    os.replace(staging, target)
