@@ -7,7 +7,13 @@ Variants (``--variants``, default all), alternated round by round, each build in
                     did before reports/scripts/sveltekit-bundles.mjs, and what the first build of
                     a set of pages still does)
   reused            `pvbench report build` as shipped, after `pvbench report prime` (not timed)
-                    compiled the bundles: they are reused, and only the pages are prerendered
+                    compiled the bundles: they are reused, with SvelteKit's analysis of the
+                    routes, and only the pages are prerendered
+  reused, routes analysed again
+                    as ``reused``, with the cached analysis of the routes (analysis.v8 beside
+                    the bundles) moved aside during the build: SvelteKit analyses them again, in
+                    a worker that loads the server bundle (what every build that reused the
+                    bundles did before the analysis was cached with them)
   compiled, without the malloc settings
                     as ``compiled``, with pvbench.report.build.MALLOC_ENV emptied in the pvbench
                     process (glibc's malloc settings that give freed memory back)
@@ -22,7 +28,9 @@ Usage: .venv/bin/python ci/bench_report_build.py [--data DIR | --runs 1] [--roun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -34,6 +42,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_aggregate import CAMPAIGN, PVBENCH, template_document, timed, write_runs  # noqa: E402
 
+from pvbench.report.build import reports_dir  # noqa: E402
+from pvbench.report.bundles import ANALYSIS_FILE, CACHE_DIR  # noqa: E402
 from pvbench.store import LocalStore  # noqa: E402
 
 WITHOUT_MALLOC = [
@@ -43,10 +53,12 @@ WITHOUT_MALLOC = [
     " from pvbench.cli.main import main; sys.argv[0] = 'pvbench'; main()",
 ]
 COMPILE = {"PVBENCH_REPORT_REUSE_BUNDLES": "0"}
+ANALYSED_AGAIN = "reused, routes analysed again"
 # name → (command, environment added)
 VARIANTS = {
     "compiled": (PVBENCH, COMPILE),
     "reused": (PVBENCH, {}),
+    ANALYSED_AGAIN: (PVBENCH, {}),
     "compiled, without the malloc settings": (WITHOUT_MALLOC, COMPILE),
 }
 
@@ -56,9 +68,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="report_*.parquet tables to build (else --runs synthetic runs)")
     parser.add_argument("--runs", type=int, default=1, help="runs of 1,000 results in the campaign (without --data)")
     parser.add_argument("--rounds", type=int, default=2, help="builds of each variant, alternated")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {'; '.join(VARIANTS)}")
     args = parser.parse_args()
-    chosen = [name.strip() for name in args.variants.split(",") if name.strip()]
+    # split at the commas between names, not at those within a name (", " in "compiled, without …")
+    chosen = [name.strip() for name in re.split(r",(?! )", args.variants) if name.strip()]
     if unknown := [name for name in chosen if name not in VARIANTS]:
         sys.exit(f"unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
     console = Console(width=160)
@@ -75,16 +88,18 @@ def main() -> None:
                 sys.exit("the aggregation failed")
         if not any(tables.glob("report_*.parquet")):
             sys.exit(f"{tables} holds no report_*.parquet tables")
-        if "reused" in chosen and timed(["report", "prime"], env) is None:
+        if any(name.startswith("reused") for name in chosen) and timed(["report", "prime"], env) is None:
             sys.exit("pvbench report prime failed")
         builds: dict[str, list[tuple[float, float]]] = {name: [] for name in chosen}
         for round_ in range(args.rounds):
             for name in chosen:
                 command, added = VARIANTS[name]
                 site = work / f"site-{len(builds[name])}"
-                measured = timed(
-                    ["report", "build", "--data", str(tables), "--out", str(site)], {**env, **added}, command
-                )
+                aside = _cached_analysis_aside() if name == ANALYSED_AGAIN else contextlib.nullcontext()
+                with aside:
+                    measured = timed(
+                        ["report", "build", "--data", str(tables), "--out", str(site)], {**env, **added}, command
+                    )
                 if measured is None:
                     sys.exit(f"the report build ({name}) failed")
                 builds[name].append(measured[:2])
@@ -101,6 +116,22 @@ def main() -> None:
             f"{statistics.median(rss for _, rss in measured):.2f} GiB",
         )
     console.print(table)
+
+
+@contextlib.contextmanager
+def _cached_analysis_aside():
+    """The routes' analysis cached beside each kept bundle, moved aside meanwhile, then back."""
+    moved = []
+    for analysis in (reports_dir() / CACHE_DIR).glob(f"*/{ANALYSIS_FILE}"):
+        analysis.rename(analysis.with_name("analysis.v8.aside"))
+        moved.append(analysis)
+    if not moved:
+        sys.exit("no cached analysis to move aside: are the bundles compiled by the installed patch?")
+    try:
+        yield
+    finally:
+        for analysis in moved:
+            analysis.with_name("analysis.v8.aside").rename(analysis)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,18 @@
 // packages, these patches, the VITE_/EVIDENCE_/PUBLIC_ environment; sdk/pvbench/report/build.py):
 //   - if it holds a bundle (bundle.json), the server build compiles one empty module instead of
 //     the app; the deferred writeBundle work (sveltekit-workers.mjs) then restores the cached
-//     server output and the features its chunks tracked, analyses the routes as always, restores
-//     the cached client output instead of running the client build (and copies static/, the new
-//     data with it, as the client build's copyPublicDir does), and prerenders every page with the
-//     new data; the adapter then writes the site as always;
+//     server output and the features its chunks tracked, takes the routes' analysis from the cache
+//     too, restores the cached client output instead of running the client build (and copies
+//     static/, the new data with it, as the client build's copyPublicDir does), and prerenders
+//     every page with the new data; the adapter then writes the site as always;
 //   - otherwise the build runs as installed and, once its client bundle is written, stores both
-//     bundles there (staged beside it, then renamed: a build that fails leaves no bundle).
+//     bundles there with the routes' analysis (staged beside it, then renamed: a build that fails
+//     leaves no bundle).
+// The analysis (SvelteKit's `analyse`: every route's config, methods, prerender option and
+// entries, found by loading the server bundle in a worker) is ~8 s of a ~30 s build that reuses
+// the bundles, and is made of what the key covers: the server bundle, and the pages directory
+// Evidence's metadata endpoint lists for its entries. It is stored with node:v8's serializer,
+// the structured clone its worker returns it by (its routes are a Map).
 // Without PVBENCH_BUNDLE_CACHE nothing changes.
 //
 // Every replaced snippet must match the installed code exactly once; if SvelteKit changes, this
@@ -33,7 +39,7 @@ import path from 'node:path';
 
 import { EXPECTED_KIT, kitPatcher } from './kit-patch.mjs';
 
-const MARKER = 'pvbench-sveltekit-bundles v1';
+const MARKER = 'pvbench-sveltekit-bundles v2';
 const WORKERS_MARKER = 'pvbench-sveltekit-workers v2';
 const kit = kitPatcher({ name: 'sveltekit-bundles', marker: MARKER, purpose: 'lets SvelteKit reuse the report bundles' });
 
@@ -43,8 +49,9 @@ const steps = [
 `,
 		`const cwd = process.cwd();
 
-// ${MARKER}: the server and client bundles of an earlier build of the same pages, reused
-// (reports/scripts/sveltekit-bundles.mjs says why); null without PVBENCH_BUNDLE_CACHE
+// ${MARKER}: the server and client bundles of an earlier build of the same pages, reused, with
+// the routes' analysis (reports/scripts/sveltekit-bundles.mjs says why); null without PVBENCH_BUNDLE_CACHE
+import { serialize as pvbench_serialize, deserialize as pvbench_deserialize } from 'node:v8';
 const pvbench_bundles = (() => {
 	const dir = process.env.PVBENCH_BUNDLE_CACHE;
 	if (!dir) return null;
@@ -66,6 +73,13 @@ const pvbench_bundles = (() => {
 				cp(\`\${out}/server\`, path.join(staging, 'server'));
 			}
 		},
+		/** In place of SvelteKit's analysis of the routes: the cached one (null if none: analysed as always). */
+		analysis() {
+			const file = path.join(dir, 'analysis.v8');
+			if (!meta || !fs.existsSync(file)) return null;
+			console.log(\`[pvbench] reusing the routes' analysis in \${dir}\`);
+			return pvbench_deserialize(fs.readFileSync(file));
+		},
 		/** In place of the client build: its cached output, with static/ copied as Vite copies it. */
 		client(out, kit) {
 			rimraf(\`\${out}/client\`);
@@ -73,8 +87,8 @@ const pvbench_bundles = (() => {
 			if (fs.existsSync(kit.files.assets)) cp(kit.files.assets, \`\${out}/client\`);
 			return { output: meta.output };
 		},
-		/** After a client build: both bundles cached, with what the rest of the build reads of its output. */
-		save(out, kit, output, tracked_features) {
+		/** After a client build: both bundles cached, with what the rest of the build reads of its output and the analysis. */
+		save(out, kit, output, tracked_features, metadata) {
 			for (const name of [kit.appDir, '.vite']) cp(\`\${out}/client/\${name}\`, path.join(staging, 'client', name));
 			const kept = output
 				.filter((item) => item.type === 'asset' && item.fileName.endsWith('.css'))
@@ -82,6 +96,7 @@ const pvbench_bundles = (() => {
 			if (output.some((item) => item.type === 'chunk' && item.modules[env_dynamic_public])) {
 				kept.push({ type: 'chunk', fileName: '', modules: { [env_dynamic_public]: {} } });
 			}
+			fs.writeFileSync(path.join(staging, 'analysis.v8'), pvbench_serialize(metadata));
 			fs.writeFileSync(path.join(staging, 'bundle.json'), JSON.stringify({ tracked_features, output: kept }));
 			try {
 				fs.renameSync(staging, dir);
@@ -121,6 +136,12 @@ const pvbench_bundles = (() => {
 `
 	],
 	[
+		`				const metadata = await analyse({
+`,
+		`				const metadata = pvbench_bundles?.analysis() ?? await analyse({ // ${MARKER}
+`
+	],
+	[
 		`					await vite.build({
 						configFile: vite_config.configFile,
 `,
@@ -132,7 +153,7 @@ const pvbench_bundles = (() => {
 		`				copy(
 					\`\${out}/server/\${kit.appDir}/immutable/assets\`,
 `,
-		`				if (pvbench_bundles && !pvbench_bundles.reused) pvbench_bundles.save(out, kit, output, tracked_features); // ${MARKER}
+		`				if (pvbench_bundles && !pvbench_bundles.reused) pvbench_bundles.save(out, kit, output, tracked_features, metadata); // ${MARKER}
 
 				copy(
 					\`\${out}/server/\${kit.appDir}/immutable/assets\`,
@@ -145,5 +166,5 @@ const already = kit.apply(relative, steps, { requires: WORKERS_MARKER });
 console.log(
 	`[pvbench sveltekit-bundles] @sveltejs/kit ${EXPECTED_KIT}: ` +
 		(already ? 'already patched' : `patched ${relative}`) +
-		' (a build reuses the server and client bundles cached under PVBENCH_BUNDLE_CACHE)'
+		' (a build reuses the server and client bundles, and the routes\' analysis, cached under PVBENCH_BUNDLE_CACHE)'
 );

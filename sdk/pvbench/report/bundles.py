@@ -20,13 +20,15 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-BUNDLES_PATCH_MARKER = "pvbench-sveltekit-bundles v1"
+BUNDLES_PATCH_MARKER = "pvbench-sveltekit-bundles v2"
 CACHE_ENV = "PVBENCH_BUNDLE_CACHE"  # read by the patched SvelteKit
 REUSE_ENV = "PVBENCH_REPORT_REUSE_BUNDLES"  # "0": compile every bundle, cache nothing
 CACHE_DIR = Path(".evidence") / "pvbench-bundles"  # in the Evidence project, beside Evidence's own cache
 KEEP = 3  # bundles kept (least recently used removed): one per title a team builds, at most a few
 STALE_PARTIAL_S = 3600.0  # a staged bundle this old belongs to a build that died
 REUSED_LOG_LINE = "[pvbench] reusing the server and client bundles"
+ANALYSIS_REUSED_LOG_LINE = "[pvbench] reusing the routes' analysis"
+ANALYSIS_FILE = "analysis.v8"  # beside a bundle: SvelteKit's analysis of the routes, reused with it
 
 # At the Evidence project's top level: what a build writes or reads as its data (pvbench.report.build
 # stages the tables in data/, takes the lock, logs to .evidence/), and the installed packages.
