@@ -507,21 +507,20 @@ def prime_bundles(*, title: str | None = None, quiet: bool = False, shared: Path
     to pvbench's Python code, not to the pages, primes in seconds instead of ~2 minutes on 2 cores
     (the bundles are made of the Evidence project alone). Bundles compiled here are copied there."""
     project = check_installed()
-    if shared is not None:
+    # where a build of these pages keeps its bundles (the key does not change with the build)
+    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE)) if shared is not None else None
+    if cache is not None:
         with _project_lock(project):
-            cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
-            if cache is not None and is_cached(cache):
+            if is_cached(cache):
                 share_bundle(cache, shared)  # kept there too (a no-op when they are)
                 return f"bundles already in {cache}, nothing compiled"
-            if cache is not None and restore_bundle(shared, cache):
+            if restore_bundle(shared, cache):
                 return f"bundles restored from {shared} into {cache}, nothing compiled"
     with tempfile.TemporaryDirectory(prefix="pvbench-prime-") as tmp:
         write_empty_tables(Path(tmp) / "data")
         build_report(Path(tmp) / "data", Path(tmp) / "site", title=title, quiet=quiet)
-    if shared is not None:
+    if cache is not None and is_cached(cache):
         with _project_lock(project):
-            cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
-            if cache is not None and is_cached(cache):
-                share_bundle(cache, shared)
-                return f"bundles compiled, kept in {cache} and copied to {shared}"
+            share_bundle(cache, shared)
+        return f"bundles compiled, kept in {cache} and copied to {shared}"
     return "bundles compiled"
