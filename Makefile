@@ -27,6 +27,10 @@ lint: setup
 ## module-scoped fixture, on one worker (sdk/tests/conftest.py); the two report builds go first, one
 ## per worker. 2 workers on a 2-core machine: with 3, a rate-limited fio test missed its rate.
 TEST_WORKERS ?= 2
+## The report tests keep the site's compiled bundles here too, so that a fresh clone of the same
+## pages (CI's) reuses them instead of compiling for ~2.5 min (sdk/tests/test_report.py; empty: off).
+PVBENCH_TEST_BUNDLE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pvbench/report-bundles
+export PVBENCH_TEST_BUNDLE_CACHE
 test-fast: setup
 	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "not cluster" -n $(TEST_WORKERS) --dist loadgroup
 

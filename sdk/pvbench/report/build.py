@@ -496,6 +496,37 @@ def write_empty_tables(data_dir: Path) -> None:
         con.close()
 
 
+def restore_bundles(shared: Path, *, title: str | None = None, project: Path | None = None) -> str | None:
+    """Have in the project the bundles a build of its pages (and of ``title``) would compile, from
+    ``shared``: a directory kept across builds (an image build's cache mount, a CI machine's cache)
+    and across copies of the project (a fresh clone compiles what another clone compiled before).
+    Returns what it did, or None when neither the project nor ``shared`` has them. Bundles the
+    project has already are copied to ``shared`` too (a no-op when they are there)."""
+    project = project or check_installed()
+    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
+    if cache is None:  # reuse turned off
+        return None
+    with _project_lock(project):
+        if is_cached(cache):
+            share_bundle(cache, shared)
+            return f"bundles already in {cache}"
+        if restore_bundle(shared, cache):
+            return f"bundles restored from {shared} into {cache}"
+    return None
+
+
+def keep_bundles(shared: Path, *, title: str | None = None, project: Path | None = None) -> Path | None:
+    """Copy the bundles a build compiled in the project (for its pages and ``title``) to ``shared``
+    (see restore_bundles); returns where they are in the project, or None when it has none."""
+    project = project or check_installed()
+    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
+    if cache is None or not is_cached(cache):
+        return None
+    with _project_lock(project):
+        share_bundle(cache, shared)
+    return cache
+
+
 def prime_bundles(*, title: str | None = None, quiet: bool = False, shared: Path | None = None) -> str:
     """Compile the site's bundles and keep them (pvbench.report.bundles) with a build over empty
     tables whose site is thrown away, so that the next build, of real data, reuses them: what the
@@ -506,21 +537,15 @@ def prime_bundles(*, title: str | None = None, quiet: bool = False, shared: Path
     found there for these pages are copied in, and nothing is built: an image rebuilt after a change
     to pvbench's Python code, not to the pages, primes in seconds instead of ~2 minutes on 2 cores
     (the bundles are made of the Evidence project alone). Bundles compiled here are copied there."""
-    project = check_installed()
-    # where a build of these pages keeps its bundles (the key does not change with the build)
-    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE)) if shared is not None else None
-    if cache is not None:
-        with _project_lock(project):
-            if is_cached(cache):
-                share_bundle(cache, shared)  # kept there too (a no-op when they are)
-                return f"bundles already in {cache}, nothing compiled"
-            if restore_bundle(shared, cache):
-                return f"bundles restored from {shared} into {cache}, nothing compiled"
+    if shared is not None:
+        done = restore_bundles(shared, title=title)
+        if done is not None:
+            return f"{done}, nothing compiled"
     with tempfile.TemporaryDirectory(prefix="pvbench-prime-") as tmp:
         write_empty_tables(Path(tmp) / "data")
         build_report(Path(tmp) / "data", Path(tmp) / "site", title=title, quiet=quiet)
-    if cache is not None and is_cached(cache):
-        with _project_lock(project):
-            share_bundle(cache, shared)
-        return f"bundles compiled, kept in {cache} and copied to {shared}"
+    if shared is not None:
+        cache = keep_bundles(shared, title=title)
+        if cache is not None:
+            return f"bundles compiled, kept in {cache} and copied to {shared}"
     return "bundles compiled"
