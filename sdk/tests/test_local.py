@@ -102,6 +102,12 @@ def test_local_run_end_to_end(tmp_path):
         # a class line copied, its name changed and not its path: the storage compared with itself
         ({"storage_classes": {"alpha": "/tmp/x", "beta": "/tmp/x/"}}, "'alpha' and 'beta' are the same directory"),
         ({"profiles": ["vshn", "vshn"]}, "profiles are listed twice"),
+        # results written onto the storage under test, between its cells
+        (
+            {"storage_classes": {"alpha": "/tmp/x"}, "store": "/tmp/x"},
+            "the store /tmp/x is inside storage class 'alpha'",
+        ),
+        ({"storage_classes": {"alpha": "/tmp/x"}, "spool": "/tmp/x/spool"}, "the spool /tmp/x/spool is inside"),
         ({"occasions": []}, "at least one occasion is needed"),  # was an IndexError traceback
         # fio refuses a file smaller than a block: every cell failed, after the run had started
         ({"size": "2k"}, "size 2,048 bytes is smaller than one block of the test (bs 4k)"),

@@ -109,4 +109,13 @@ def load_config(path: Path) -> LocalConfig:
     config.profiles = [f"file:{(base / p[5:]).resolve()}" if p.startswith("file:") else p for p in config.profiles]
     if "://" not in config.store:
         config.store = str((base / config.store).resolve())
+    # results written into a directory under test land on the storage being measured, between its
+    # cells (and its cleanup runs there): a store or spool path copied from a class line
+    for what, folder in [("store", None if "://" in config.store else Path(config.store)), ("spool", config.spool)]:
+        for name, target in config.storage_classes.items():
+            if folder is not None and (folder == target or target in folder.parents):
+                raise ConfigError(
+                    f"{path}: the {what} {folder} is inside storage class {name!r}'s directory {target}: results "
+                    f"would be written to the storage under test while it is measured; put the {what} elsewhere"
+                )
     return config

@@ -47,10 +47,19 @@ def _config_with_a_class_twice(ctx: Ctx) -> Outcome:
     return Outcome(ok and not (ctx.tmp / "store").exists(), shown, "nothing ran; store untouched")
 
 
+def _store_inside_a_class(ctx: Ctx) -> Outcome:
+    """The store's path copied from a class line: results would be written onto the storage under test."""
+    media = ctx.tmp / "media"
+    proc = ctx.cli("local", "run", _config(ctx, store=str(media / "results")), "--dry-run")
+    ok, shown = clear_error(proc, "is inside storage class 'local'")
+    return Outcome(ok and not (media / "results").exists(), shown, "nothing ran; store untouched")
+
+
 CASES = [
     Case("input", "a storage class twice in the config (YAML would keep the last)", _config_with_a_class_twice),
     _local_run_refused("storage class `Bad_Name` (not DNS-1123)", "Bad_Name", storage_classes={"Bad_Name": "/tmp"}),
     _local_run_refused("unknown profile `nosuch`", "nosuch", profiles=["nosuch"]),
     _local_run_refused("repetitions: -1", "repetitions", repetitions=-1),
     _local_run_refused("size: -1G", "size", size="-1G"),
+    Case("input", "the store inside a storage class's directory", _store_inside_a_class),
 ]
