@@ -245,6 +245,11 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     assert typo.returncode == 2 and "run 'wf-l' has no results" in said and "1 compacted run(s): wf-1" in said
     assert "Traceback" not in typo.stderr
     assert {f.name: f.stat().st_mtime_ns for f in out.iterdir()} == tables
+    # the right run in the wrong campaign: the error says which campaign has it
+    wrong = run("aggregate", "--store", str(store), "--campaign", "other", "--run", "wf-1", "--out", str(out))
+    said = " ".join(wrong.stderr.split())
+    assert wrong.returncode == 2 and "a run 'wf-1' is in campaign(s) 'ci'" in said, wrong.stderr
+    assert {f.name: f.stat().st_mtime_ns for f in out.iterdir()} == tables
 
 
 def test_aggregate_with_nothing_stored_says_what_failed(tmp_path):

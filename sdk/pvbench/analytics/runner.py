@@ -379,6 +379,9 @@ def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], ca
         return
     runs = sorted(r for c, r in existing if where is None or c == where[0])
     shown = ", ".join(runs[:5]) + (" …" if len(runs) > 5 else "")
+    # the wrong --campaign: the campaigns whose compacts have that run (every campaign's compacts are
+    # listed, a few keys a run, on this path only)
+    elsewhere = sorted({c for c, r in list_compacts(store, None) if r == slug(run) and (c, r) != where})
     raise AnalyticsError(
         f"run {run!r} has no results in {store.url}/{results_prefix(campaign, run)} and no compact; "
         + (
@@ -386,6 +389,7 @@ def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], ca
             if runs
             else f"campaign {campaign!r} has no compacted run yet (aggregate it without --run to compact them all)"
         )
+        + (f"; a run {slug(run)!r} is in campaign(s) {', '.join(map(repr, elsewhere))}" if elsewhere else "")
     )
 
 
