@@ -623,13 +623,16 @@ patches:
       - op: add
         path: /spec/template/spec/containers/0/args/-
         value: --auth-mode=server
-  # a CI speed setting only: the controller looks at a running workflow every 2 s instead of
-  # 10 s (its documented DEFAULT_REQUEUE_TIME), which takes ~8 s off every sequential step
+  # a CI speed setting only: the controller looks at a running workflow every second instead of
+  # every 10 s (its documented DEFAULT_REQUEUE_TIME; 1s is what Argo's own development setup
+  # uses). A finished pod's workflow is requeued after exactly that long, so it is the wait
+  # between one step and the next: ~9 s off every sequential step (2 s left ~1 s more, ~70 s of
+  # the cluster stage's ~70 steps)
   - target: {kind: Deployment, name: workflow-controller}
     patch: |-
       - op: add
         path: /spec/template/spec/containers/0/env/-
-        value: {name: DEFAULT_REQUEUE_TIME, value: 2s}
+        value: {name: DEFAULT_REQUEUE_TIME, value: 1s}
 EOF
   cat >"$dir/events/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
