@@ -150,12 +150,17 @@ def reports() -> Path:
     if not THESIS_CSV.is_file():
         pytest.fail(f"{THESIS_CSV} is missing (set PVBENCH_THESIS_CSV to the thesis's per-run CSV)")
     try:
-        project = check_installed()
+        return check_installed()
     except ReportError as exc:
         pytest.fail(f"{exc}  (ci/install-report.sh)")
+
+
+def restore_shared_bundles(project: Path) -> None:
+    """Before a site's build: the bundles an earlier clone compiled, from SHARED_BUNDLES. Here, in
+    the sites' own xdist group, not in ``reports``: restoring takes the project's lock, which a site
+    build holds for minutes while it compiles (other tests on the other worker would wait on it)."""
     if SHARED_BUNDLES:
         restore_bundles(Path(SHARED_BUNDLES), project=project)
-    return project
 
 
 def keep_compiled_bundles(project: Path) -> None:
@@ -180,6 +185,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
         "--limits",
         str(LIMITS),
     )
+    restore_shared_bundles(reports)
     site = build_report(work / "data", work / "site", title="Thesis (Azure)", quiet=True)
     reused = REUSED_LOG_LINE in (reports / BUILD_LOG).read_text()
     keep_compiled_bundles(reports)
@@ -221,6 +227,7 @@ def full_site(reports, tmp_path_factory) -> Site:
     write_synthetic_results(work / "store")
     pvbench("import", "thesis-csv", str(THESIS_CSV), "--store", str(work / "store"), "--campaign", "thesis")
     pvbench("aggregate", "--store", str(work / "store"), "--out", str(work / "data"))
+    restore_shared_bundles(reports)
     cmd = report_build_command(work / "data", work / "site", "--title", "pvbench test report")
     offline = can_unshare_net()
     if offline:
