@@ -26,7 +26,7 @@ if [ -f ci/install-report.sh ]; then
   REPORT_LOG=$(mktemp)
   bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &
   REPORT_PID=$!
-  trap 'kill "$REPORT_PID" 2>/dev/null; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
+  trap 'kill "$REPORT_PID" 2>/dev/null || true; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
 fi
 
 if [ ! -x .venv/bin/pvbench ] || [ sdk/pyproject.toml -nt .venv/.installed ]; then
@@ -44,6 +44,7 @@ if [ -n "$REPORT_LOG" ]; then
   log "evidence report"
   report_rc=0
   wait "$REPORT_PID" || report_rc=$?
+  trap - EXIT
   cat "$REPORT_LOG"
   rm -f "$REPORT_LOG"
   [ "$report_rc" = 0 ] || { echo "ci/install-report.sh failed (exit $report_rc)" >&2; exit "$report_rc"; }
