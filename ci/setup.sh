@@ -24,9 +24,9 @@ fi
 REPORT_LOG=""
 if [ -f ci/install-report.sh ]; then
   REPORT_LOG=$(mktemp)
-  bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &
+  setsid bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &  # a process group of its own: npm and all
   REPORT_PID=$!
-  trap 'kill "$REPORT_PID" 2>/dev/null || true; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
+  trap 'kill -- "-$REPORT_PID" 2>/dev/null || true; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
 fi
 
 if [ ! -x .venv/bin/pvbench ] || [ sdk/pyproject.toml -nt .venv/.installed ]; then
