@@ -24,7 +24,7 @@ fi
 REPORT_LOG=""
 if [ -f ci/install-report.sh ]; then
   REPORT_LOG=$(mktemp)
-  setsid bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &  # a process group of its own: npm and all
+  setsid -w bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &  # a process group of its own: npm and all
   REPORT_PID=$!
   trap 'kill -- "-$REPORT_PID" 2>/dev/null || true; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
 fi
