@@ -380,8 +380,8 @@ def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], ca
     runs = sorted(r for c, r in existing if where is None or c == where[0])
     shown = ", ".join(runs[:5]) + (" …" if len(runs) > 5 else "")
     # the wrong --campaign: the campaigns whose compacts have that run (every campaign's compacts are
-    # listed, a few keys a run, on this path only)
-    elsewhere = sorted({c for c, r in list_compacts(store, None) if r == slug(run) and (c, r) != where})
+    # listed, a few keys a run, on this path only; the given campaign has none, see above)
+    elsewhere = sorted({c for c, r in list_compacts(store, None) if r == slug(run)})
     raise AnalyticsError(
         f"run {run!r} has no results in {store.url}/{results_prefix(campaign, run)} and no compact; "
         + (

@@ -496,6 +496,11 @@ def write_empty_tables(data_dir: Path) -> None:
         con.close()
 
 
+def _bundles_of(project: Path, title: str | None) -> Path | None:
+    """Where a build of ``project`` for ``title`` keeps its bundles (None: reuse turned off)."""
+    return bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
+
+
 def restore_bundles(shared: Path, *, title: str | None = None, project: Path | None = None) -> str | None:
     """Have in the project the bundles a build of its pages (and of ``title``) would compile, from
     ``shared``: a directory kept across builds (an image build's cache mount, a CI machine's cache)
@@ -503,7 +508,7 @@ def restore_bundles(shared: Path, *, title: str | None = None, project: Path | N
     Returns what it did, or None when neither the project nor ``shared`` has them. Bundles the
     project has already are copied to ``shared`` too (a no-op when they are there)."""
     project = project or check_installed()
-    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
+    cache = _bundles_of(project, title)
     if cache is None:  # reuse turned off
         return None
     with _project_lock(project):
@@ -519,7 +524,7 @@ def keep_bundles(shared: Path, *, title: str | None = None, project: Path | None
     """Copy the bundles a build compiled in the project (for its pages and ``title``) to ``shared``
     (see restore_bundles); returns where they are in the project, or None when it has none."""
     project = project or check_installed()
-    cache = bundle_cache(project, _evidence_env(project, title or DEFAULT_TITLE))
+    cache = _bundles_of(project, title)
     if cache is None or not is_cached(cache):
         return None
     with _project_lock(project):
