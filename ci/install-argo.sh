@@ -67,7 +67,7 @@ build() {  # name version srcdir package
   if [ ! -x "$cached" ]; then
     log "building $name $version (go build $pkg)"
     mkdir -p "$cache/bin"
-    # no debug information (ci/install-minio.sh says why)
+    # no debug information (ci/go-tool.sh says why)
     (cd "$src" && go build -trimpath -ldflags "-s -w $5" -gcflags=all=-dwarf=false -o "$cached.tmp" "$pkg")
     mv "$cached.tmp" "$cached"
   fi

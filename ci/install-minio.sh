@@ -14,20 +14,6 @@ if ! command -v go >/dev/null; then
   echo "minio: Go is needed to build MinIO (apt-get install golang, or install Go ≥ 1.24)" >&2
   exit 1
 fi
-# Built once per machine into the user's cache (ci/install-tools.sh's), then copied into each
-# clone: a fresh clone (CI's) linked MinIO again from Go's build cache, ~12 s.
-CACHE="${PVBENCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvbench/tools}"
-CACHED="$CACHE/minio-$MINIO_VERSION"
-if [ ! -x "$CACHED" ]; then
-  echo "minio: building $MINIO_VERSION (a few minutes on a cold cache)"
-  # No debug information: -gcflags=all=-dwarf=false skips making it (helm cold: 133/127 s instead
-  # of 152/139 s, two pairs on 2 cores), -ldflags '-s -w' drops the symbol table; panics still
-  # print their stacks. CI tools built from source, never debugged here.
-  rm -rf "$CACHED.build" && mkdir -p "$CACHED.build"
-  GOBIN="$CACHED.build" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" -gcflags=all=-dwarf=false \
-    "github.com/minio/minio@$MINIO_VERSION"
-  mv "$CACHED.build/minio" "$CACHED" && rm -rf "$CACHED.build"
-fi
-cp "$CACHED" "$TOOLS/bin/minio.tmp" && mv "$TOOLS/bin/minio.tmp" "$TOOLS/bin/minio"
-echo "minio: $MINIO_VERSION from $CACHE"
+. ci/go-tool.sh  # (the working directory is the repository, above)
+go_tool minio github.com/minio/minio "$MINIO_VERSION" "$TOOLS/bin"
 "$TOOLS/bin/minio" --version | head -1

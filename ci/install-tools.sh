@@ -17,8 +17,8 @@ KUBECONFORM_VERSION=v0.8.0
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools=${PVBENCH_TOOLS:-$repo/.tools}
 bin=$tools/bin
-cache=${PVBENCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvbench/tools}
-mkdir -p "$bin" "$cache"
+mkdir -p "$bin"
+. "$repo/ci/go-tool.sh"
 
 # Prefer the machine's Go toolchain in /usr/local/go over an older distribution package.
 if [ -x /usr/local/go/bin/go ]; then export PATH=/usr/local/go/bin:$PATH; fi
@@ -43,20 +43,7 @@ install() {  # name module version
     echo "install-tools: $name $version already in $bin"
     return
   fi
-  # built once per machine (the user's cache, as ci/install-argo.sh keeps its engines), then
-  # copied into each clone: a fresh clone (CI's) linked helm again, ~12 s, from Go's build cache
-  local cached=$cache/$name-$version
-  if [ ! -x "$cached" ]; then
-    echo "install-tools: building $name $version (go install $module@$version)"
-    # An older local go fetches the toolchain the module asks for through the Go proxy
-    # (GOTOOLCHAIN=auto, the default); export GOTOOLCHAIN=local to forbid that.
-    # no debug information (ci/install-minio.sh says why)
-    rm -rf "$cached.build" && mkdir -p "$cached.build"
-    GOBIN=$cached.build GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" -gcflags=all=-dwarf=false "$module@$version"
-    mv "$cached.build/$name" "$cached" && rm -rf "$cached.build"
-  fi
-  cp "$cached" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
-  echo "install-tools: $name $version from $cache into $bin"
+  go_tool "$name" "$module" "$version" "$bin"
   echo "$version" >"$stamp"
 }
 
