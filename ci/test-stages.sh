@@ -1,43 +1,81 @@
 #!/usr/bin/env bash
-# `make test` after lint: the fast suite, then the Kubernetes stage (ci/cluster-stage.sh).
+# `make test` after lint: the fast suite and the Kubernetes stage (ci/cluster-stage.sh), side by side.
 #
-# The fast suite keeps both cores ~90% busy for ~8 min; building what the node needs (packages,
-# the Kubernetes binaries, the runner and report images: ~5 min after a code change, ~13 on a
-# fresh machine) is partly downloads and disk. So that build runs in the background while the
-# suite runs (`ci/cluster/up.sh --prepare`, cached by content), at the lowest CPU priority: nice
-# 19, and the image builds' RUN steps, which run in their own cgroup, at cpu.shares 2 (up.sh).
-# It takes what the suite leaves idle and finishes at full speed once the suite is done; the
-# cluster stage then finds everything built. Where the stage cannot run (not root,
-# PVBENCH_SKIP_CLUSTER=1) or PVBENCH_PREPARE_CLUSTER=0, nothing starts early.
+# The two were run one after the other: ~10 min of the fast suite, then ~18 min of the stage
+# (node up, 31 tests, teardown). The stage mostly waits (pods starting, Argo's steps one after
+# the other behind the node's mutex, fio's runtimes, a CronWorkflow's minute, a volume's
+# deadline), so it now starts in the background as soon as the fast suite does, and the fast
+# suite takes what CPU the stage leaves. Both run at the same priority: niced, the suite was
+# starved while a report step built its site (its waits for MinIO, Chromium… have timeouts), and
+# the stage's waits have generous timeouts of their own. The stage's output is kept in a log and
+# printed once the fast suite is done, as it comes from then on. A failed fast suite stops the
+# stage (which tears its node down); either failing fails `make test`.
+#
+# Where the stage cannot run (not root) it says so and `make test` fails, as before; with
+# PVBENCH_SKIP_CLUSTER=1 it says it was skipped on purpose. PVBENCH_CLUSTER_BESIDE=0 runs the
+# stage after the fast suite instead (building the node's images in the background meanwhile,
+# niced: `ci/cluster/up.sh --prepare`), as earlier versions did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[test %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-PREP_PID=
-if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+beside=0
+if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  [ "${PVBENCH_CLUSTER_BESIDE:-1}" = 0 ] || beside=1
+fi
+
+BG_PID=
+stop_background() { if [ -n "$BG_PID" ]; then pkill -TERM -s "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; fi; }
+trap 'stop_background; exit 130' INT TERM
+
+if [ "$beside" = 1 ]; then
+  STAGE_LOG=$(mktemp /tmp/pvbench-cluster-stage.XXXXXX)
+  # its own session, so that stopping it stops all it started (its trap then tears the node down);
+  # setup has run (make test's lint needs it), and the fast suite's own run of it is a no-op
+  PVBENCH_SETUP_DONE=1 setsid -w bash ci/cluster-stage.sh >"$STAGE_LOG" 2>&1 &
+  BG_PID=$!
+  say "the Kubernetes stage runs beside the fast suite (log: $STAGE_LOG, printed after the suite)"
+elif [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
   PREP_LOG=$(mktemp /tmp/pvbench-cluster-prepare.XXXXXX)
   # under the cluster stage's lock (ci/cluster/lib.sh: no other checkout's node goes down
-  # meanwhile); its own session, so that stopping it stops all it started
+  # meanwhile); niced, and the image builds' RUN steps at cpu.shares 2 (up.sh)
   setsid -w flock -w 1800 "$(. ci/cluster/lib.sh && echo "$STAGE_LOCK")" \
     nice -n 19 ionice -c 3 bash ci/cluster/up.sh --prepare >"$PREP_LOG" 2>&1 &
-  PREP_PID=$!
+  BG_PID=$!
   say "building the node's binaries and images in the background, niced (log: $PREP_LOG)"
 fi
-stop_prepare() { if [ -n "$PREP_PID" ]; then pkill -TERM -s "$PREP_PID" 2>/dev/null; wait "$PREP_PID" 2>/dev/null; fi; }
-trap 'stop_prepare; exit 130' INT TERM
 
+t=$(date +%s)
 make --no-print-directory test-fast
 rc=$?
 if [ "$rc" != 0 ]; then
-  stop_prepare
+  if [ "$beside" = 1 ]; then
+    say "the fast suite failed: stopping the Kubernetes stage (it tears its node down)"
+    stop_background
+    tail -n 30 "$STAGE_LOG" >&2
+  else
+    stop_background
+  fi
   exit "$rc"
 fi
-if [ -n "$PREP_PID" ]; then
+
+if [ "$beside" = 1 ]; then
+  say "the fast suite passed in $(( $(date +%s) - t ))s; the Kubernetes stage so far, then as it goes:"
+  tail -n +1 --pid="$BG_PID" -f "$STAGE_LOG"
+  wait "$BG_PID"
+  rc=$?
+  trap - INT TERM
+  say "the Kubernetes stage ended after $(( $(date +%s) - t ))s in all: exit $rc"
+  exit "$rc"
+fi
+
+if [ -n "$BG_PID" ]; then
   t=$(date +%s)
-  if wait "$PREP_PID"; then
+  if wait "$BG_PID"; then
     say "the background build had $(( $(date +%s) - t ))s left after the fast suite: $(tail -1 "$PREP_LOG")"
   else  # not fatal here: up.sh builds again in the stage, and its error is the one to read
     say "the background build failed (the cluster stage builds again): $(tail -3 "$PREP_LOG" | tr '\n' ' ')"
   fi
 fi
+trap - INT TERM
 exec make --no-print-directory test-cluster
