@@ -11,8 +11,8 @@ setup:
 
 ## make test: the whole suite (real fio, real MinIO, Evidence builds, schema checks), then the
 ## real single-node Kubernetes stage (image, chart and every step pod on real PVCs). CI runs this.
-## ci/test-stages.sh runs the two; while the fast suite runs, the node's images build in the
-## background at the lowest CPU priority, so the Kubernetes stage finds them built.
+## ci/test-stages.sh runs the two: the fast suite's `quiet` tests (fio's rates, wall times) first,
+## then the Kubernetes stage in the background beside the rest of the fast suite.
 test: lint
 	@bash ci/test-stages.sh
 
@@ -31,8 +31,10 @@ TEST_WORKERS ?= 2
 ## pages (CI's) reuses them instead of compiling for ~2.5 min (sdk/tests/test_report.py; empty: off).
 PVBENCH_TEST_BUNDLE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pvbench/report-bundles
 export PVBENCH_TEST_BUNDLE_CACHE
+## FAST_MARKS: which of them (ci/test-stages.sh runs the `quiet` ones, then the others).
+FAST_MARKS ?= not cluster
 test-fast: setup
-	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "not cluster" -n $(TEST_WORKERS) --dist loadgroup
+	.venv/bin/pytest sdk/tests -q -rs --durations=15 -m "$(FAST_MARKS)" -n $(TEST_WORKERS) --dist loadgroup
 
 ## make test-cluster: bring the node up, run sdk/tests/test_cluster_*.py on it, tear it down.
 ## Needs root; exits non-zero with a message where the machine cannot host it

@@ -26,6 +26,9 @@ from pvbench.profiles import FioTest, ProfileError, Timing, load_profile, render
 from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store import open_store
 
+# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
+pytestmark = pytest.mark.quiet
+
 QUICK = TimingOverrides(ramp="200ms", runtime="1s", size="8M")
 # How far apart the clients may leave the barrier: measured 1-7 ms on an idle machine and up to
 # 0.15 s on a 2-core machine under other load (the waiter polls every 2 ms; the rest is scheduling).

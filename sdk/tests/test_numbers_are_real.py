@@ -8,9 +8,14 @@ The unthrottled ratio is measured by ci/bench_overhead.py.
 import json
 import subprocess
 
+import pytest
+
 from pvbench.cells.cell import Cell
 from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.profiles import render_jobfile
+
+# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
+pytestmark = pytest.mark.quiet
 
 JOB = """[global]
 ioengine=libaio
