@@ -27,33 +27,53 @@ if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
   [ "${PVBENCH_CLUSTER_BESIDE:-1}" = 0 ] || beside=1
 fi
 
-BG_PID=
-stop_background() { if [ -n "$BG_PID" ]; then pkill -TERM -s "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; fi; }
+BG_PIDS=()
+stop_background() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do pkill -TERM -s "$pid" 2>/dev/null; done
+  for pid in "${BG_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+}
 trap 'stop_background; exit 130' INT TERM
+
+# The node's binaries and images (packages, Kubernetes, the runner and report images; nothing
+# started), built in the background under the stage's lock (ci/cluster/lib.sh: no other
+# checkout's node goes down meanwhile), niced, the image builds' RUN steps at cpu.shares 2
+# (up.sh): they take what the tests leave idle, and the stage then finds them built.
+prepare_in_background() {
+  PREP_LOG=$(mktemp /tmp/pvbench-cluster-prepare.XXXXXX)
+  setsid -w flock -w 1800 "$(. ci/cluster/lib.sh && echo "$STAGE_LOCK")" \
+    nice -n 19 ionice -c 3 bash ci/cluster/up.sh --prepare >"$PREP_LOG" 2>&1 &
+  PREP_PID=$!
+  BG_PIDS+=("$PREP_PID")
+  say "building the node's binaries and images in the background, niced (log: $PREP_LOG)"
+}
+PREP_PID=
+prepare=0
+if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+  prepare=1
+fi
 
 t=$(date +%s)
 if [ "$beside" = 1 ]; then
-  make --no-print-directory test-fast FAST_MARKS="not cluster and quiet" || exit $?
+  [ "$prepare" = 0 ] || prepare_in_background
+  make --no-print-directory test-fast FAST_MARKS="not cluster and quiet" || { rc=$?; stop_background; exit "$rc"; }
   say "the quiet tests passed in $(( $(date +%s) - t ))s"
+  if [ -n "$PREP_PID" ] && kill -0 "$PREP_PID" 2>/dev/null; then
+    # the stage waits for it (the lock): from now on it builds at the tests' priority
+    pgrep -s "$PREP_PID" | xargs -r renice -n 0 -p >/dev/null 2>&1 || true
+    say "the background build goes on at normal priority; the stage starts when it is done"
+  fi
   STAGE_LOG=$(mktemp /tmp/pvbench-cluster-stage.XXXXXX)
   # its own session, so that stopping it stops all it started (its trap then tears the node down);
   # setup has run (make test's lint needs it), and the fast suite's own run of it is a no-op
   PVBENCH_SETUP_DONE=1 setsid -w bash ci/cluster-stage.sh >"$STAGE_LOG" 2>&1 &
-  BG_PID=$!
+  STAGE_PID=$!
+  BG_PIDS+=("$STAGE_PID")
   say "the Kubernetes stage runs beside the rest of the fast suite (log: $STAGE_LOG, printed after the suite)"
   make --no-print-directory test-fast FAST_MARKS="not cluster and not quiet"
   rc=$?
-elif [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
-  PREP_LOG=$(mktemp /tmp/pvbench-cluster-prepare.XXXXXX)
-  # under the cluster stage's lock (ci/cluster/lib.sh: no other checkout's node goes down
-  # meanwhile); niced, and the image builds' RUN steps at cpu.shares 2 (up.sh)
-  setsid -w flock -w 1800 "$(. ci/cluster/lib.sh && echo "$STAGE_LOCK")" \
-    nice -n 19 ionice -c 3 bash ci/cluster/up.sh --prepare >"$PREP_LOG" 2>&1 &
-  BG_PID=$!
-  say "building the node's binaries and images in the background, niced (log: $PREP_LOG)"
-  make --no-print-directory test-fast
-  rc=$?
 else
+  [ "$prepare" = 0 ] || prepare_in_background
   make --no-print-directory test-fast
   rc=$?
 fi
@@ -70,17 +90,17 @@ fi
 
 if [ "$beside" = 1 ]; then
   say "the fast suite passed in $(( $(date +%s) - t ))s; the Kubernetes stage so far, then as it goes:"
-  tail -n +1 --pid="$BG_PID" -f "$STAGE_LOG"
-  wait "$BG_PID"
+  tail -n +1 --pid="$STAGE_PID" -f "$STAGE_LOG"
+  wait "$STAGE_PID"
   rc=$?
   trap - INT TERM
   say "the Kubernetes stage ended after $(( $(date +%s) - t ))s in all: exit $rc"
   exit "$rc"
 fi
 
-if [ -n "$BG_PID" ]; then
+if [ -n "$PREP_PID" ]; then
   t=$(date +%s)
-  if wait "$BG_PID"; then
+  if wait "$PREP_PID"; then
     say "the background build had $(( $(date +%s) - t ))s left after the fast suite: $(tail -1 "$PREP_LOG")"
   else  # not fatal here: up.sh builds again in the stage, and its error is the one to read
     say "the background build failed (the cluster stage builds again): $(tail -3 "$PREP_LOG" | tr '\n' ' ')"

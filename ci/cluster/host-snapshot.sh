@@ -24,6 +24,6 @@ for d in "$STATE" "$RUNDIR" /var/lib/cni /var/log/containers /var/log/pods /opt/
 done
 echo "## processes"
 for p in /proc/[0-9]*; do
-  cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+  cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
   case $cmd in *"$STATE"*|*"$RUNDIR"*|*"$CACHE/bin"*|*"$CTR_SOCK"*) echo "${cmd:0:120}" ;; esac
 done | grep -v -e host-snapshot -e 'grep ' | sort
