@@ -2,6 +2,11 @@
 
 Nothing here is mocked: tests that need S3 talk to a MinIO process started from
 .tools/bin (ci/install-minio.sh), tests that need fio run /usr/bin/fio.
+
+A test that asserts on what fio measured (a rate, a verdict between media) or on wall time
+("stopped at once", a barrier's skew) belongs in a module marked ``pytest.mark.quiet``: `make
+test` runs those first, with the machine to itself, and the rest beside the Kubernetes stage,
+where such a test would be flaky (ci/test-stages.sh).
 """
 
 from __future__ import annotations
