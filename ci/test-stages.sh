@@ -9,8 +9,8 @@
 #      measured (a rate-limited job's IOPS within 3 %, a verdict between two media) or on wall
 #      time (a barrier's skew, "stopped at once"). Beside the stage, a fio rate was missed by 3.8 %;
 #   2. the Kubernetes stage in the background, and the rest of the fast suite beside it, at the
-#      same priority: niced, the suite starved while a report step built its site (its waits for
-#      MinIO, Chromium… have timeouts); the stage's waits have generous timeouts of their own.
+#      same priority (niced, the suite would get next to nothing while a report step builds its
+#      site, and its waits for MinIO, Chromium… have timeouts; the stage's waits are generous).
 # The stage's output is kept in a log and printed once the suite is done, then as it comes. A
 # failed suite stops the stage (which tears its node down); either failing fails `make test`.
 #
