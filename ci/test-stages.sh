@@ -22,10 +22,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[test %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-beside=0
-if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
-  [ "${PVBENCH_CLUSTER_BESIDE:-1}" = 0 ] || beside=1
-fi
+# whether the stage can run here at all (else it says why, in make test-cluster)
+stage=0; beside=0; prepare=0
+if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then stage=1; fi
+if [ "$stage" = 1 ] && [ "${PVBENCH_CLUSTER_BESIDE:-1}" != 0 ]; then beside=1; fi
+if [ "$stage" = 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ]; then prepare=1; fi
 
 BG_PIDS=()
 stop_background() {
@@ -48,14 +49,10 @@ prepare_in_background() {
   say "building the node's binaries and images in the background, niced (log: $PREP_LOG)"
 }
 PREP_PID=
-prepare=0
-if [ "${PVBENCH_SKIP_CLUSTER:-0}" != 1 ] && [ "${PVBENCH_PREPARE_CLUSTER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
-  prepare=1
-fi
+[ "$prepare" = 0 ] || prepare_in_background
 
 t=$(date +%s)
 if [ "$beside" = 1 ]; then
-  [ "$prepare" = 0 ] || prepare_in_background
   make --no-print-directory test-fast FAST_MARKS="not cluster and quiet" || { rc=$?; stop_background; exit "$rc"; }
   say "the quiet tests passed in $(( $(date +%s) - t ))s"
   if [ -n "$PREP_PID" ] && kill -0 "$PREP_PID" 2>/dev/null; then
@@ -73,18 +70,13 @@ if [ "$beside" = 1 ]; then
   make --no-print-directory test-fast FAST_MARKS="not cluster and not quiet"
   rc=$?
 else
-  [ "$prepare" = 0 ] || prepare_in_background
   make --no-print-directory test-fast
   rc=$?
 fi
 if [ "$rc" != 0 ]; then
-  if [ "$beside" = 1 ]; then
-    say "the fast suite failed: stopping the Kubernetes stage (it tears its node down)"
-    stop_background
-    tail -n 30 "$STAGE_LOG" >&2
-  else
-    stop_background
-  fi
+  [ "$beside" = 0 ] || say "the fast suite failed: stopping the Kubernetes stage (it tears its node down)"
+  stop_background
+  [ "$beside" = 0 ] || tail -n 30 "$STAGE_LOG" >&2
   exit "$rc"
 fi
 

@@ -200,17 +200,14 @@ base_image() {
 build_context() {
   local out=$1; shift
   rm -rf "$out"; mkdir -p "$out"
-  # nor what .dockerignore leaves out (sdk/tests…): the build would not see it, and in the image's
-  # key it rebuilt both images after a change to the tests alone
+  # nor what .dockerignore leaves out (node_modules, build output, sdk/tests…): the build would not
+  # see it, and in the image's key sdk/tests rebuilt both images after a change to the tests alone
   local ignored=() pattern
-  if [ -f "$REPO/.dockerignore" ]; then
-    while IFS= read -r pattern; do
-      pattern=${pattern%%#*}; pattern=${pattern%"${pattern##*[![:space:]]}"}; pattern=${pattern%/}
-      [ -n "$pattern" ] && ignored+=(":(exclude,glob)$pattern" ":(exclude,glob)$pattern/**")
-    done <"$REPO/.dockerignore"
-  fi
-  (cd "$REPO" && git ls-files -co --exclude-standard -z -- "$@" ':(exclude,glob)**/node_modules/**' \
-      ':(exclude,glob)**/.evidence/**' ':(exclude,glob)**/.venv/**' ':(exclude,glob)reports/build/**' "${ignored[@]}") |
+  while IFS= read -r pattern; do
+    pattern=${pattern%%#*}; pattern=${pattern%"${pattern##*[![:space:]]}"}; pattern=${pattern%/}
+    [ -n "$pattern" ] && ignored+=(":(exclude,glob)$pattern" ":(exclude,glob)$pattern/**")
+  done <"$REPO/.dockerignore"
+  (cd "$REPO" && git ls-files -co --exclude-standard -z -- "$@" "${ignored[@]}") |
     "$PYTHON" -c '
 import os, shutil, sys
 src, dst = sys.argv[1], sys.argv[2]

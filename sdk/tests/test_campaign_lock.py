@@ -21,7 +21,6 @@ from pvbench.store import open_store
 from pvbench.store.layout import LOCKS_ROOT
 from pvbench.store.locks import campaign_lock, folder_lock, lock_path, machine_locks_dir
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 

@@ -18,7 +18,6 @@ from pvbench.profiles import ProfileError
 from pvbench.results import ResultDocument
 from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 MAX_SKEW_S = 0.5  # as test_clients: loopback TCP adds well under a millisecond to the file barrier's skew

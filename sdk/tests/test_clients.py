@@ -26,7 +26,6 @@ from pvbench.profiles import FioTest, ProfileError, Timing, load_profile, render
 from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store import open_store
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 QUICK = TimingOverrides(ramp="200ms", runtime="1s", size="8M")

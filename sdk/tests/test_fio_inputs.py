@@ -23,7 +23,6 @@ from pvbench.profiles.jobfile import fio_path
 from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store import open_store
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,7 +23,6 @@ from pvbench.profiles import (
 )
 from pvbench.results import ResultDocument
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 # ------------------------------------------------------------------ declared, and checked before fio

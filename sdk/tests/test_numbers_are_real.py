@@ -14,7 +14,6 @@ from pvbench.cells.cell import Cell
 from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.profiles import render_jobfile
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = pytest.mark.quiet
 
 JOB = """[global]

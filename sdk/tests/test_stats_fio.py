@@ -32,7 +32,6 @@ rw=randwrite
 rate_iops={write}
 """
 
-# asserts on what fio measured or on wall time: `make test` runs it with the machine to itself (quiet)
 pytestmark = [pytest.mark.slow, pytest.mark.quiet]
 
 
