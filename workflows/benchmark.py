@@ -771,15 +771,14 @@ with WorkflowTemplate(
         inputs=[Artifact(name="analytics", path=c.ANALYTICS_DIR)],
         image=WF("report-image"),
         image_pull_policy=PULL,
-        # Evidence builds inside its project (data/, .evidence/, build/): the image's copy is on
-        # the read-only root, so the step builds in a copy of it on /tmp (an emptyDir).
+        # Evidence builds inside its project (data/, .evidence/, build/): the image's is on the
+        # read-only root, so the build happens in a working copy on /tmp (an emptyDir), where the
+        # image's PVBENCH_REPORT_WORKDIR says, its node_modules linked, not copied.
         # The run's values reach `locate` as arguments ("$@"), never inside the script: this
         # step runs even when validate refused them.
         command=["sh", "-c"],
         args=[
-            f'set -e; src="${{PVBENCH_REPORT_DIR:-/opt/pvbench/reports}}"; dst={c.REPORT_PROJECT_DIR}; '
-            f'mkdir -p "$dst"; cp -a "$src/." "$dst/"; export PVBENCH_REPORTS_DIR="$dst"; '
-            f"pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}; "
+            f"set -e; pvbench report build --data {c.ANALYTICS_DIR} --out {c.SITE_DIR}; "
             'exec pvbench report locate "$@"',
             "report-locate",  # $0
             "--key",

@@ -556,6 +556,106 @@ def test_a_fresh_clone_restores_the_bundles_another_clone_compiled(tmp_path, mon
     assert build.restore_bundles(shared, project=clone("off")) is None
 
 
+def _installed_project(root: Path) -> Path:
+    """An Evidence project as installed: pages, packages, the bundles `prime` kept, and what
+    earlier builds left (Evidence's template copy, the site, the staged tables)."""
+    for name, text in {
+        "pages/index.md": "# hello",
+        "components/Old.svelte": "<p/>",
+        "package.json": "{}",
+        "node_modules/.package-lock.json": '{"packages": {}}',
+        "node_modules/pkg/index.js": "export default 1",
+        ".evidence/template/src/app.html": "<html/>",
+        ".evidence/pvbench-bundles/k1/bundle.json": "{}",
+        "build/index.html": "<old site/>",
+        "data/report_runs.parquet": "PAR1",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_working_copy_links_the_packages_and_copies_the_rest(tmp_path, monkeypatch):
+    """working_copy (PVBENCH_REPORT_WORKDIR, the report image's steps): the project's files and its
+    kept bundles copied, node_modules a link to the install's, Evidence's template copy, the last
+    site and its tables left behind; refreshed from the install at every build (a page removed
+    there is removed from the copy), keeping the bundles the copy compiled."""
+    import pvbench.report.build as build
+
+    installed = _installed_project(tmp_path / "opt" / "reports")
+    work = tmp_path / "tmp" / "pvbench" / "evidence"
+    build.working_copy(installed, work)
+    link = work / "node_modules"
+    assert link.is_symlink() and link.resolve() == (installed / "node_modules").resolve()
+    assert (work / "pages" / "index.md").read_text() == "# hello"
+    assert (work / "components" / "Old.svelte").is_file() and (work / "package.json").is_file()
+    assert (work / CACHE_DIR / "k1" / "bundle.json").is_file()  # what the image compiled
+    for left in (".evidence/template", "build", "data"):
+        assert not (work / left).exists(), left
+
+    (installed / "components" / "Old.svelte").unlink()  # the install changes; the copy has built since
+    (installed / "pages" / "index.md").write_text("# changed")
+    (work / CACHE_DIR / "k2").mkdir()
+    (work / CACHE_DIR / "k2" / "bundle.json").write_text("{}")
+    build.working_copy(installed, work)
+    assert (work / "pages" / "index.md").read_text() == "# changed"
+    assert not (work / "components" / "Old.svelte").exists()
+    assert {p.name for p in (work / CACHE_DIR).iterdir()} == {"k1", "k2"}
+    assert link.is_symlink() and link.resolve() == (installed / "node_modules").resolve()
+
+    monkeypatch.setenv(build.WORKDIR_ENV, str(installed / "work"))  # inside the project: refused
+    with pytest.raises(ReportError, match="inside it"):
+        build._working_project(installed.resolve())
+
+
+def test_the_bundles_key_tells_a_working_copy_from_the_install(tmp_path):
+    """Bundles compiled in a working copy name the packages by their real place (Node and Vite
+    resolve the link), so they must not be reused where node_modules is elsewhere relative to the
+    project (Vite's manifest then misses them): the key covers where node_modules really is, when
+    it is a link. A project with its own node_modules keeps the key it had."""
+    import pvbench.report.build as build
+
+    installed = _installed_project(tmp_path / "opt" / "reports")
+    clone = tmp_path / "clone"
+    shutil.copytree(installed, clone)  # its own node_modules: the same key as the install's
+    here, there = tmp_path / "tmp" / "a" / "evidence", tmp_path / "tmp" / "b" / "evidence"
+    deeper = tmp_path / "tmp" / "c" / "d" / "evidence"
+    for work in (here, there, deeper):
+        build.working_copy(installed, work)
+    key = {p: bundle_key(p, {}) for p in (installed, clone, here, there, deeper)}
+    assert key[clone] == key[installed]
+    assert key[here] != key[installed]
+    assert key[here] == key[there]  # the same layout, relative to the project: the same bundles
+    assert key[deeper] != key[here]
+
+
+def test_a_working_copy_primes_from_the_cache_mount_into_the_install(tmp_path, monkeypatch):
+    """`pvbench report prime --cache` in the report image, PVBENCH_REPORT_WORKDIR set: bundles of
+    the working copy's layout found in the cache mount are put in the install's project, where
+    every step's working copy takes them from; nothing is compiled."""
+    import pvbench.report.build as build
+    import pvbench.report.bundles as bundles
+
+    installed = _installed_project(tmp_path / "opt" / "reports")
+    work = tmp_path / "tmp" / "pvbench" / "evidence"
+    monkeypatch.setattr(build, "check_installed", lambda project=None: installed)
+    monkeypatch.setenv(build.WORKDIR_ENV, str(work))
+    build.working_copy(installed, work)
+    key = bundle_key(work, build._evidence_env(work, build.DEFAULT_TITLE))
+    shared = tmp_path / "cache-mount"
+    (shared / key / "server").mkdir(parents=True)
+    (shared / key / "server" / "index.js").write_text("// compiled by an earlier image build")
+    (shared / key / "bundle.json").write_text("{}")
+    monkeypatch.setattr(build, "build_report", lambda *a, **k: pytest.fail("compiled"))
+    done = build.prime_bundles(shared=shared)
+    assert "nothing compiled" in done, done
+    kept = installed / CACHE_DIR / key
+    assert (kept / "server" / "index.js").read_text() == "// compiled by an earlier image build"
+    shutil.rmtree(work)  # the next step's pod: a fresh /tmp
+    build.working_copy(installed, work)
+    assert bundles.is_cached(bundles.bundle_cache(work, build._evidence_env(work, build.DEFAULT_TITLE)))
+
+
 def test_bundles_are_kept_for_the_few_latest_keys(tmp_path, monkeypatch):
     """bundle_cache names the directory for the key, keeps it and the KEEP - 1 bundles used last,
     removes the rest and any bundle a dead build left half-staged; REUSE_ENV=0 turns reuse off."""

@@ -9,6 +9,7 @@ finding, fetching and serving it, not Evidence (test_report.py builds real sites
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -22,6 +23,7 @@ import yaml
 from argo_helpers import (
     CHART,
     PVBENCH,
+    REPO,
     benchmark_template,
     helm,
     helm_template,
@@ -389,11 +391,9 @@ def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
     fake.parent.mkdir()
     fake.write_text(f'#!/bin/sh\nif [ "$1 $2" = "report build" ]; then exit 0; fi\nexec {PVBENCH} "$@"\n')
     fake.chmod(0o755)
-    (tmp_path / "project").mkdir()
     env = {
         **os.environ,
         "PATH": f"{fake.parent}:{os.environ['PATH']}",
-        "PVBENCH_REPORT_DIR": str(tmp_path / "project"),
         "PVBENCH_REPORT_STORE": "s3://pvbench",
         "PVBENCH_REPORT_URL": LINK,
     }
@@ -406,6 +406,21 @@ def test_report_step_runs_locate_with_the_runs_values_as_arguments(tmp_path):
     assert location == "s3://pvbench/analytics/campaign=demo/run=all/report/"  # the campaign's, with this run in it
     assert f"pvbench report serve {location}" in proc.stdout
     assert (root / "report-out" / "report-url").read_text().startswith("http://127.0.0.1:8000/open/x%24%28touch")
+
+
+def test_the_report_image_builds_where_its_step_may_write():
+    """The report step's pod has a read-only root: the image builds in a working copy at its
+    PVBENCH_REPORT_WORKDIR (pvbench.report.build.working_copy: node_modules linked, not copied;
+    the bundles it compiled are of that path), which must be on the step's emptyDir."""
+    dockerfile = (REPO / "ci" / "images" / "report" / "Dockerfile").read_text()
+    found = re.search(r"^ENV PVBENCH_REPORT_WORKDIR=(\S+)$", dockerfile, re.M)
+    assert found, "the report image names no working copy"
+    workdir = found.group(1)
+    step = templates_by_name(benchmark_template())["report"]["container"]
+    assert step["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = [m["mountPath"].rstrip("/") + "/" for m in step["volumeMounts"]]
+    assert any(workdir.startswith(m) for m in mounts), (workdir, mounts)
+    assert "cp " not in step["args"][0]  # the project is not copied by the step's script any more
 
 
 # ---------------------------------------------------------------- template and chart

@@ -63,7 +63,6 @@ CELL_OUT_DIR = "/tmp/pvbench/out"
 STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
-REPORT_PROJECT_DIR = "/tmp/pvbench/evidence"  # the report step's writable copy of the Evidence project
 CHECK_OUT_DIR = "/tmp/pvbench/check"  # `pvbench stats ci-check --outputs`: next.json, next-clients.json, more
 EXPAND_OUT_DIR = "/tmp/pvbench/expand"  # `pvbench expand --outputs`: cells, client-cells
 CLIENT_OUT_DIR = "/tmp/pvbench/client"  # `pvbench fio-step --client`: client.json

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -32,6 +32,7 @@ from pvbench.report.bundles import (
     BUILD_LOCK,
     BUILD_LOG,
     BUNDLES_PATCH_MARKER,
+    CACHE_DIR,
     CACHE_ENV,
     REUSED_LOG_LINE,
     bundle_cache,
@@ -245,6 +246,78 @@ def _sql_str(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+# Build in a working copy of the project at this path (made and refreshed by every build) rather
+# than in the project itself: for an install that may not be written, as the report image's is
+# (its pods have a read-only root filesystem and a writable /tmp). The image sets it.
+WORKDIR_ENV = "PVBENCH_REPORT_WORKDIR"
+# What a working copy does not copy: the packages (linked instead) and what a build makes anew.
+_NOT_COPIED = frozenset({"node_modules", ".svelte-kit", "build", "data", BUILD_LOCK})
+_EVIDENCE_NOT_COPIED = frozenset({"template", BUILD_LOG.name})  # .evidence/: Evidence's copy of its template, the log
+
+
+def _working_project(installed: Path) -> Path:
+    """Where a build of ``installed``'s pages happens: the project itself, or its working copy."""
+    workdir = os.environ.get(WORKDIR_ENV, "").strip()
+    if not workdir:
+        return installed
+    path = Path(workdir).expanduser().resolve()
+    if path == installed or installed in path.parents:
+        raise ReportError(
+            f"{WORKDIR_ENV}={workdir} is the Evidence project {installed} or inside it: give another directory"
+        )
+    return path
+
+
+def _replace(source: Path, target: Path) -> None:
+    _replace_with_nothing(target)
+    if source.is_dir() and not source.is_symlink():
+        shutil.copytree(source, target, symlinks=True)
+    else:
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def working_copy(installed: Path, workdir: Path) -> None:
+    """Make ``workdir`` a project that builds ``installed``'s pages (WORKDIR_ENV): its files copied
+    as they are now (what the copy had of an earlier version replaced or removed), its compiled
+    bundles added to those the copy has, and node_modules a link to the install's, which a build
+    only reads. A copy of node_modules (~700 MB, ~38,000 files) was ~8 s of every report step on
+    Kubernetes and that much of the pod's /tmp. The bundles compiled in a working copy name the
+    packages by where they really are (bundle_key tells the layouts apart), so the report image
+    compiles its bundles in a working copy at the path its steps use. Called under the copy's lock."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    names = {entry.name for entry in installed.iterdir()}
+    for target in workdir.iterdir():  # what the install no longer has (a page folder removed)
+        if target.name not in names and target.name not in _NOT_COPIED | {".evidence"}:
+            _replace_with_nothing(target)
+    for entry in installed.iterdir():
+        if entry.name in _NOT_COPIED:
+            continue
+        if entry.name != ".evidence" or not entry.is_dir():
+            _replace(entry, workdir / entry.name)
+            continue
+        for item in entry.iterdir():
+            if item.name in _EVIDENCE_NOT_COPIED:
+                continue
+            if item.name == CACHE_DIR.name and item.is_dir():
+                for bundle in item.iterdir():
+                    if is_cached(bundle):
+                        share_bundle(bundle, workdir / CACHE_DIR)
+                continue
+            (workdir / ".evidence").mkdir(exist_ok=True)
+            _replace(item, workdir / ".evidence" / item.name)
+    link, packages = workdir / "node_modules", (installed / "node_modules").resolve()
+    if not (link.is_symlink() and link.resolve() == packages):
+        _replace_with_nothing(link)
+        link.symlink_to(packages, target_is_directory=True)
+
+
+def _replace_with_nothing(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+
+
 @contextmanager
 def _project_lock(project: Path) -> Iterator[None]:
     """One build at a time per Evidence project (it builds in place)."""
@@ -360,7 +433,8 @@ def build_report(
 
     Returns ``out_dir``. Serve it over HTTP (``serve_report``); asset paths are absolute.
     """
-    project = check_installed()
+    installed = check_installed()
+    project = _working_project(installed)
     out_dir = Path(out_dir).resolve()
     title = title or DEFAULT_TITLE
     plain_title = is_plain_title(title)
@@ -372,7 +446,10 @@ def build_report(
     cli = str(project / "node_modules" / "@evidence-dev" / "evidence" / "cli.js")
     env = _evidence_env(project, title)
     started = time.monotonic()
+    project.mkdir(parents=True, exist_ok=True)
     with _project_lock(project):
+        if project != installed:
+            working_copy(installed, project)
         cache = bundle_cache(project, env)
         reusing = is_cached(cache)
         if cache is not None:
@@ -412,6 +489,11 @@ def build_report(
             put_title(built, title)
         _install_site(built, out_dir)
         reused = REUSED_LOG_LINE in log_path.read_text(encoding="utf-8", errors="replace")
+        if project != installed and not reused and is_cached(cache):
+            # for the next working copy (the install's bundles are what a copy starts with); an
+            # install that may not be written keeps the ones it has
+            with suppress(OSError):
+                share_bundle(cache, installed / CACHE_DIR)
     rows = ", ".join(f"{t.removeprefix('report_')} {n}" for t, n in counts.items())
     how = "bundles reused" if reused else "bundles compiled" + (f", kept in {cache}" if cache else "")
     console.print(f"report built in {time.monotonic() - started:.0f}s ({how}) → {out_dir}  [dim]({rows})[/]")
@@ -541,16 +623,28 @@ def prime_bundles(*, title: str | None = None, quiet: bool = False, shared: Path
     ``shared``: a directory kept from one image build to the next (a build cache mount). Bundles
     found there for these pages are copied in, and nothing is built: an image rebuilt after a change
     to pvbench's Python code, not to the pages, primes in seconds instead of ~2 minutes on 2 cores
-    (the bundles are made of the Evidence project alone). Bundles compiled here are copied there."""
+    (the bundles are made of the Evidence project alone). Bundles compiled here are copied there.
+
+    With WORKDIR_ENV set (the report image sets it), the bundles are those of a working copy at
+    that path, kept in the project too: what every build's working copy starts with."""
+    installed = check_installed()
+    project = _working_project(installed)
     if shared is not None:
-        done = restore_bundles(shared, title=title)
+        if project != installed:  # the key of the working copy's layout
+            project.mkdir(parents=True, exist_ok=True)
+            with _project_lock(project):
+                working_copy(installed, project)
+        done = restore_bundles(shared, title=title, project=project)
         if done is not None:
+            cache = _bundles_of(project, title)
+            if project != installed and cache is not None:
+                share_bundle(cache, installed / CACHE_DIR)
             return f"{done}, nothing compiled"
     with tempfile.TemporaryDirectory(prefix="pvbench-prime-") as tmp:
         write_empty_tables(Path(tmp) / "data")
         build_report(Path(tmp) / "data", Path(tmp) / "site", title=title, quiet=quiet)
     if shared is not None:
-        cache = keep_bundles(shared, title=title)
+        cache = keep_bundles(shared, title=title, project=project)
         if cache is not None:
             return f"bundles compiled, kept in {cache} and copied to {shared}"
     return "bundles compiled"

@@ -50,8 +50,15 @@ def bundle_key(project: Path, env: Mapping[str, str]) -> str:
 
     for path in _source_files(project):
         add(path.relative_to(project).as_posix(), path.read_bytes())
-    lock = project / "node_modules" / ".package-lock.json"
+    modules = project / "node_modules"
+    lock = modules / ".package-lock.json"
     add("installed", lock.read_bytes() if lock.is_file() else b"")
+    if modules.is_symlink():
+        # a working copy's packages are the install's, linked (pvbench.report.build.working_copy):
+        # Node and Vite resolve the link, so the bundles name each package by where it really is,
+        # relative to the project, and bundles of one layout do not build in another ("Could not
+        # find file … in Vite manifest"). A project with its own node_modules keeps its key.
+        add("node_modules at", os.path.relpath(modules.resolve(), project.resolve()).encode())
     for name in sorted(env):
         if name.startswith(_ENV_PREFIXES):
             add(f"env:{name}", env[name].encode())
