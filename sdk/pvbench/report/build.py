@@ -268,7 +268,15 @@ def _working_project(installed: Path) -> Path:
     return path
 
 
+def _replace_with_nothing(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+
+
 def _replace(source: Path, target: Path) -> None:
+    """``target`` made a copy of ``source`` (a file, a link or a folder), whatever it was before."""
     _replace_with_nothing(target)
     if source.is_dir() and not source.is_symlink():
         shutil.copytree(source, target, symlinks=True)
@@ -309,13 +317,6 @@ def working_copy(installed: Path, workdir: Path) -> None:
     if not (link.is_symlink() and link.resolve() == packages):
         _replace_with_nothing(link)
         link.symlink_to(packages, target_is_directory=True)
-
-
-def _replace_with_nothing(target: Path) -> None:
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.exists() or target.is_symlink():
-        target.unlink()
 
 
 @contextmanager
