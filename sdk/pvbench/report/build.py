@@ -34,6 +34,7 @@ from pvbench.report.bundles import (
     BUNDLES_PATCH_MARKER,
     CACHE_DIR,
     CACHE_ENV,
+    PROJECT_OUTPUTS,
     REUSED_LOG_LINE,
     bundle_cache,
     is_cached,
@@ -250,8 +251,9 @@ def _sql_str(path: Path) -> str:
 # than in the project itself: for an install that may not be written, as the report image's is
 # (its pods have a read-only root filesystem and a writable /tmp). The image sets it.
 WORKDIR_ENV = "PVBENCH_REPORT_WORKDIR"
-# What a working copy does not copy: the packages (linked instead) and what a build makes anew.
-_NOT_COPIED = frozenset({"node_modules", ".svelte-kit", "build", "data", BUILD_LOCK})
+# What a working copy does not copy: what a build writes and the packages (linked instead); of
+# .evidence/, only Evidence's copy of its template and the log (the kept bundles are added).
+_NOT_COPIED = PROJECT_OUTPUTS - {".evidence"}
 _EVIDENCE_NOT_COPIED = frozenset({"template", BUILD_LOG.name})  # .evidence/: Evidence's copy of its template, the log
 
 
@@ -295,7 +297,7 @@ def working_copy(installed: Path, workdir: Path) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     names = {entry.name for entry in installed.iterdir()}
     for target in workdir.iterdir():  # what the install no longer has (a page folder removed)
-        if target.name not in names and target.name not in _NOT_COPIED | {".evidence"}:
+        if target.name not in names and target.name not in PROJECT_OUTPUTS:
             _replace_with_nothing(target)
     for entry in installed.iterdir():
         if entry.name in _NOT_COPIED:
@@ -317,6 +319,15 @@ def working_copy(installed: Path, workdir: Path) -> None:
     if not (link.is_symlink() and link.resolve() == packages):
         _replace_with_nothing(link)
         link.symlink_to(packages, target_is_directory=True)
+
+
+def _keep_in_install(project: Path, installed: Path, cache: Path | None) -> None:
+    """Bundles a working copy has (compiled, or restored from a cache mount) kept in the install's
+    project too: what the next working copy starts with. An install that may not be written (the
+    report image's, at run time) keeps the ones it has."""
+    if project != installed and is_cached(cache):
+        with suppress(OSError):
+            share_bundle(cache, installed / CACHE_DIR)
 
 
 @contextmanager
@@ -490,11 +501,8 @@ def build_report(
             put_title(built, title)
         _install_site(built, out_dir)
         reused = REUSED_LOG_LINE in log_path.read_text(encoding="utf-8", errors="replace")
-        if project != installed and not reused and is_cached(cache):
-            # for the next working copy (the install's bundles are what a copy starts with); an
-            # install that may not be written keeps the ones it has
-            with suppress(OSError):
-                share_bundle(cache, installed / CACHE_DIR)
+        if not reused:
+            _keep_in_install(project, installed, cache)
     rows = ", ".join(f"{t.removeprefix('report_')} {n}" for t, n in counts.items())
     how = "bundles reused" if reused else "bundles compiled" + (f", kept in {cache}" if cache else "")
     console.print(f"report built in {time.monotonic() - started:.0f}s ({how}) → {out_dir}  [dim]({rows})[/]")
@@ -637,9 +645,7 @@ def prime_bundles(*, title: str | None = None, quiet: bool = False, shared: Path
                 working_copy(installed, project)
         done = restore_bundles(shared, title=title, project=project)
         if done is not None:
-            cache = _bundles_of(project, title)
-            if project != installed and cache is not None:
-                share_bundle(cache, installed / CACHE_DIR)
+            _keep_in_install(project, installed, _bundles_of(project, title))
             return f"{done}, nothing compiled"
     with tempfile.TemporaryDirectory(prefix="pvbench-prime-") as tmp:
         write_empty_tables(Path(tmp) / "data")
