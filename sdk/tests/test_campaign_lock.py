@@ -3,6 +3,7 @@ counterpart of the Argo campaign mutex, proven with real processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -84,6 +85,136 @@ def test_a_killed_aggregation_leaves_no_lock_behind(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def _other_machine(tmp_path, name: str) -> dict[str, str]:
+    """The environment of a process that shares no flock with this one, as on another machine:
+    its own runtime folder, where an S3 store's machine lock is."""
+    return {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / name)}
+
+
+def test_aggregations_of_one_s3_store_from_two_machines_take_turns(s3_store_url, tmp_path, monkeypatch):
+    """The race of the first test, between machines: the flock is per machine, so the S3 store's
+    lease is what makes the second aggregation wait. This test is the first machine (its own
+    runtime folder); a `pvbench aggregate --run n2` with another runtime folder is the second. The
+    lease's TTL is 2 s and it is held for longer than twice that: it is renewed, not taken over."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "machine-a"))
+    monkeypatch.setenv("PVBENCH_LOCK_TTL_S", "2")
+    out = tmp_path / "tables"
+    write(s3_store_url, night("n1", 1) + night("n2", 2))
+    store = open_store(s3_store_url)
+    with campaign_lock(store, "syn"):
+        started = time.monotonic()
+        second = subprocess.Popen(
+            [*PVBENCH, "aggregate", "--store", s3_store_url, "--campaign", "syn", "--run", "n2", "--out", out],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=_other_machine(tmp_path, "machine-b"),
+        )
+        said = ""
+        deadline = time.monotonic() + 120
+        while "waiting" not in said and time.monotonic() < deadline and second.poll() is None:
+            said += second.stderr.readline()
+        assert f"another aggregation of campaign 'syn' of {s3_store_url} is running" in said, said
+        assert f"pid {os.getpid()}" in said and f"(lock {s3_store_url}/.locks/campaign=syn.lock)" in said, said
+        build_tables(store, "syn", "n1", extras=False)  # the first aggregation's compaction of n1
+        time.sleep(max(0.0, 5.0 - (time.monotonic() - started)))  # 2.5 TTLs: renewed meanwhile
+        assert second.poll() is None and not out.exists()  # still waiting: nothing written
+    _, rest = second.communicate(timeout=120)
+    assert second.returncode == 0, said + rest
+    assert "took over" not in said + rest
+    assert runs_in(out) == {"n1", "n2"}
+    assert not store.exists(".locks/campaign=syn.lock")  # released by the second, as by the first
+    assert not [o.key for o in store.list_objects("") if LOCKS_ROOT in o.key]
+
+
+def test_the_lease_of_a_killed_aggregation_on_this_machine_is_taken_over_at_once(s3_store_url, tmp_path, caplog):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from pvbench.store import open_store; from pvbench.store.locks import campaign_lock\n"
+            f"with campaign_lock(open_store({s3_store_url!r}), 'syn'):\n"
+            "    print('held', flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_other_machine(tmp_path, "machine-a"),
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        holder.send_signal(signal.SIGKILL)  # nothing of it runs: its lease stays in the store
+        holder.wait(timeout=30)
+        store = open_store(s3_store_url)
+        assert store.exists(".locks/campaign=syn.lock")
+        started = time.monotonic()
+        with caplog.at_level("WARNING", logger="pvbench.store"), campaign_lock(store, "syn"):
+            assert time.monotonic() - started < 5  # not the TTL's 60 s: its process is gone
+        assert f"its process {holder.pid} on this machine is gone" in caplog.text
+        assert not store.exists(".locks/campaign=syn.lock")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_lease_of_a_machine_gone_is_taken_over_once_it_is_not_renewed(s3_store_url, monkeypatch, caplog):
+    """A lease written by another machine that stopped renewing it: waited for (its holder named),
+    then taken over once it is TTL old by the store's clock."""
+    monkeypatch.setenv("PVBENCH_LOCK_TTL_S", "2")
+    store = open_store(s3_store_url)
+    abandoned = {"holder": "pid 4242 on elsewhere", "host": "elsewhere", "pid": 4242, "token": "t", "renewal": 0}
+    assert store.put_if(".locks/campaign=syn.lock", json.dumps(abandoned).encode()) is not None
+    said: list[str] = []
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="pvbench.store"), campaign_lock(store, "syn", waiting=said.append):
+        waited = time.monotonic() - started
+    assert len(said) == 1 and "(pid 4242 on elsewhere): waiting for it to finish" in said[0]
+    assert 1 < waited < 15, waited
+    assert "took over the lock" in caplog.text and "pid 4242 on elsewhere" in caplog.text
+
+
+def test_conditional_writes_are_what_the_lease_is_made_of(s3_store_url):
+    """The store's side, on the real MinIO: a create fails while the object is there, a rewrite
+    fails once it changed, and the age is the server's."""
+    store = open_store(s3_store_url)
+    first = store.put_if("k", b"a")
+    assert first is not None and store.put_if("k", b"b") is None
+    second = store.put_if("k", b"c", etag=first)
+    assert second is not None and second != first
+    assert store.put_if("k", b"d", etag=first) is None  # a stale ETag: refused
+    content, etag, age_s = store.get_versioned("k")
+    assert (content, etag) == (b"c", second) and 0 <= age_s < 5
+    assert store.get_versioned("absent") is None
+
+
+class _IgnoresConditions:
+    """An S3-compatible store that writes whatever the condition (older servers): MinIO and AWS S3
+    honour them, so this one is a stand-in."""
+
+    url = "s3://old-server/pvbench"
+
+    def __init__(self):
+        self.objects: dict[str, bytes] = {}
+
+    def put_if(self, key, data, *, etag=None):
+        self.objects[key] = data
+        return f'"{len(self.objects)}-{hash(data)}"'
+
+    def get_versioned(self, key):
+        return (self.objects[key], "x", 0.0) if key in self.objects else None
+
+    def delete(self, key):
+        self.objects.pop(key, None)
+
+
+def test_a_store_that_ignores_conditional_writes_is_said_and_locked_on_this_machine(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    store = _IgnoresConditions()
+    with caplog.at_level("WARNING", logger="pvbench.store"), campaign_lock(store, "syn") as path:
+        assert path.parent == tmp_path / "runtime" / "pvbench-locks"  # the flock still holds here
+    assert "ignores conditional writes" in caplog.text and "from other machines are not serialized" in caplog.text
+    assert store.objects == {}  # removed at the end all the same
 
 
 def test_which_lock_a_store_and_campaign_have(tmp_path, monkeypatch):

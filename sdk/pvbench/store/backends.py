@@ -17,6 +17,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol
 from urllib.parse import unquote_plus, urlparse
@@ -461,6 +462,46 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         self._retry(f"remove {self.url}/{key}", lambda: self.client.remove_object(self.bucket, self._key(key)))
+
+    def put_if(self, key: str, data: bytes, *, etag: str | None = None) -> str | None:
+        """Write ``key`` only if it is absent (``etag`` None) or still holds the content of that
+        ETag: S3's conditional writes (``If-None-Match: *``, ``If-Match``), which AWS S3 and MinIO
+        honour. Returns the new ETag, or None when the condition failed (412): another writer was
+        first. What store.locks builds its lease on; the SDK's put_object takes no such header."""
+        from minio.error import S3Error
+
+        condition = {"If-None-Match": "*"} if etag is None else {"If-Match": etag}
+        headers = {"Content-Type": "application/json", **condition}
+
+        def put() -> str | None:
+            try:
+                response = self.client._execute("PUT", self.bucket, self._key(key), body=data, headers=headers)
+            except S3Error as exc:
+                if exc.code == "PreconditionFailed":
+                    return None
+                raise
+            return response.headers.get("ETag")
+
+        return self._retry(f"upload {self.url}/{key}", put)
+
+    def get_versioned(self, key: str) -> tuple[bytes, str, float] | None:
+        """``key``'s content, its ETag, and the seconds since it was last written, by the server's
+        clock (its ``Date`` less the object's ``Last-Modified``: no two machines' clocks compared);
+        None when it is absent."""
+        from minio.error import S3Error
+
+        def get() -> tuple[bytes, str, float] | None:
+            try:
+                response = self.client._execute("GET", self.bucket, self._key(key))
+            except S3Error as exc:
+                if exc.code in {"NoSuchKey", "NoSuchObject"}:
+                    return None
+                raise
+            written = parsedate_to_datetime(response.headers["Last-Modified"])
+            now = parsedate_to_datetime(response.headers.get("Date") or response.headers["Last-Modified"])
+            return response.data, response.headers.get("ETag", ""), (now - written).total_seconds()
+
+        return self._retry(f"download {self.url}/{key}", get)
 
     def list_keys(self, prefix: str) -> Iterator[str]:
         return (obj.key for obj in self.list_objects(prefix))

@@ -1,5 +1,4 @@
-"""One aggregation of a campaign at a time, on one machine (local mode's counterpart of Argo's
-campaign mutex).
+"""One aggregation of a campaign at a time (local mode's counterpart of Argo's campaign mutex).
 
 Why: an aggregation compacts its run, then reads every compact of the campaign and writes the
 campaign's tables. Two of them started together (two local runs that finish at once, a cron
@@ -8,14 +7,24 @@ its own, and whichever wrote the tables last left the other's run out of them un
 aggregation. Holding this lock from the first listing to the last table written makes the second
 one read the first one's compact.
 
-The lock is ``flock(2)`` on a file: the kernel releases it when its process ends, however it
-ends, so a killed aggregation never leaves a stale lock behind. Where the file is:
+On one machine the lock is ``flock(2)`` on a file: the kernel releases it when its process ends,
+however it ends, so a killed aggregation never leaves a stale lock behind. Where the file is:
 
 - a directory store: in the store, at ``layout.lock_key`` (``.locks/campaign=<slug>.lock``, a dot
   folder, which listings skip), so every process that aggregates that directory shares it;
 - an S3 store (or a directory store that does not exist or cannot be written): in this user's
-  runtime folder, named for the store's URL. Aggregations of one S3 store from several machines
-  are not serialized by it; on Kubernetes the Argo mutex ``pvbench-campaign-<slug>`` does that.
+  runtime folder, named for the store's URL.
+
+An S3 store is shared by machines that share no kernel: a cron job on a jump host, a laptop, a
+CI runner. There the flock is followed by a **lease** in the store itself, the object at
+``layout.lock_key`` (``StoreLease``): created only if absent and renewed only if unchanged (S3's
+conditional writes, ``If-None-Match``/``If-Match``, so of two machines exactly one gets it), and
+renewed every LEASE_TTL_S / 4 while held. A holder that died without releasing it (``kill -9``,
+a machine gone) is recognized by the lease's age by the server's own clock (not renewed for
+LEASE_TTL_S), or at once when it ran on this machine and its process is gone, and is taken over.
+A store that ignores the conditions (an old S3-compatible server) is said once, and aggregations
+from several machines are then not serialized; on Kubernetes the Argo mutex
+``pvbench-campaign-<slug>`` serializes the workflow's own aggregations either way.
 """
 
 from __future__ import annotations
@@ -23,14 +32,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
+import logging
 import os
 import socket
 import stat
 import tempfile
+import threading
+import uuid
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
 from pvbench.store.layout import LOCKS_ROOT, lock_key
+
+log = logging.getLogger("pvbench.store")
+
+# A lease not renewed for this long is a dead holder's, taken over by the next aggregation; held
+# ones are renewed four times as often. $PVBENCH_LOCK_TTL_S (tests shorten it).
+LEASE_TTL_S = 60.0
+# How often a waiting aggregation asks again whether the lease is free.
+LEASE_POLL_S = 1.0
 
 
 def machine_locks_dir() -> Path:
@@ -61,7 +82,23 @@ def lock_path(store, campaign: str | None) -> Path:
 @contextlib.contextmanager
 def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | None = None) -> Iterator[Path]:
     """Hold the campaign's lock of this store for the block; if another process holds it, say so
-    through ``waiting`` (once) and wait until it is released."""
+    through ``waiting`` (once) and wait until it is released. On an S3 store, also the campaign's
+    lease in the store, which serializes aggregations from other machines (StoreLease)."""
+    with _machine_lock(store, campaign, waiting) as path:
+        if not hasattr(store, "put_if"):  # a directory store: its flock is in the store already
+            yield path
+            return
+        with StoreLease(store, lock_key(campaign), _what(campaign), waiting):
+            yield path
+
+
+def _what(campaign: str | None) -> str:
+    return f"campaign {campaign!r}" if campaign else "every campaign"
+
+
+@contextlib.contextmanager
+def _machine_lock(store, campaign: str | None, waiting: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """The flock of campaign_lock (see the module's docstring)."""
     path = lock_path(store, campaign)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -78,15 +115,14 @@ def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
         except BlockingIOError:
             if waiting is not None:
                 holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                what = f"campaign {campaign!r}" if campaign else "every campaign"
                 waiting(
-                    f"another aggregation of {what} of {store.url} is running ({holder}): "
+                    f"another aggregation of {_what(campaign)} of {store.url} is running ({holder}): "
                     f"waiting for it to finish (lock {path})"
                 )
             fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:  # who holds it, for the message of the next one that waits
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+            os.pwrite(fd, _holder().encode(), 0)
         yield path
     finally:
         os.close(fd)  # releases the lock
@@ -109,3 +145,168 @@ def folder_lock(folder: Path, shared: bool) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _holder() -> str:
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _boot_id() -> str:
+    """This boot of this machine: a pid on this host names the same process only within one boot."""
+    with contextlib.suppress(OSError):
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return ""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: there
+        return False
+    return False
+
+
+class StoreLease:
+    """The campaign's lease in an S3 store, held for a ``with`` block (see the module's docstring).
+
+    Its object holds who holds it (as the flock's file does), a token of this holder, and a
+    renewal count: each write changes its content, so its ETag names one write of one holder."""
+
+    def __init__(self, store, key: str, what: str, waiting: Callable[[str], None] | None = None):
+        self.store, self.key, self.what, self.waiting = store, key, what, waiting
+        self.ttl = float(os.environ.get("PVBENCH_LOCK_TTL_S") or LEASE_TTL_S)
+        self.token = uuid.uuid4().hex
+        self.renewals = 0
+        self.etag: str | None = None
+        self.held = False  # False once lost (another took it over) or never held (conditions ignored)
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{self.store.url}/{self.key}"
+
+    def _body(self) -> bytes:
+        return json.dumps(
+            {
+                "holder": _holder(),
+                "host": socket.gethostname(),
+                "boot_id": _boot_id(),
+                "pid": os.getpid(),
+                "token": self.token,
+                "renewal": self.renewals,
+            }
+        ).encode()
+
+    def __enter__(self) -> "StoreLease":
+        said = False
+        while True:
+            etag = self.store.put_if(self.key, self._body())
+            if etag is not None:
+                self.etag = etag
+                break
+            current = self.store.get_versioned(self.key)
+            if current is None:  # released meanwhile
+                continue
+            content, etag, age_s = current
+            lease = _parse(content)
+            if lease.get("token") == self.token:  # our own write, whose answer was lost and retried
+                self.etag = etag
+                break
+            stale = self._stale(lease, age_s)
+            if stale:
+                taken = self.store.put_if(self.key, self._body(), etag=etag)
+                if taken is not None:
+                    log.warning(
+                        "took over the lock %s of %s (%s)", self.url, lease.get("holder", "an unknown holder"), stale
+                    )
+                    self.etag = taken
+                    break
+                continue  # another waiter took it first
+            if not said and self.waiting is not None:
+                self.waiting(
+                    f"another aggregation of {self.what} of {self.store.url} is running "
+                    f"({lease.get('holder', 'another machine')}): waiting for it to finish (lock {self.url})"
+                )
+            said = True
+            self._stop.wait(LEASE_POLL_S)
+        if not self._honoured():
+            return self
+        self.held = True
+        self._renewer = threading.Thread(target=self._renew, name="pvbench-lock-lease", daemon=True)
+        self._renewer.start()
+        return self
+
+    def _stale(self, lease: dict, age_s: float) -> str:
+        """Why the lease is a dead holder's, or "" while it may be alive."""
+        if age_s > self.ttl:
+            return f"not renewed for {age_s:.0f} s"
+        if (
+            lease.get("host") == socket.gethostname()
+            and lease.get("boot_id") == _boot_id()
+            and isinstance(lease.get("pid"), int)
+            and _gone(lease["pid"])
+        ):
+            return f"its process {lease['pid']} on this machine is gone"
+        return ""
+
+    def _honoured(self) -> bool:
+        """Does the store honour If-None-Match? A second create of the lease must fail. Where it
+        does not, every machine would get the lease at once: said, and the flock is all there is."""
+        again = self.store.put_if(self.key, self._body())
+        if again is None:
+            return True
+        log.warning(
+            "%s ignores conditional writes (If-None-Match): aggregations of %s from other machines are not "
+            "serialized; this machine's are",
+            self.store.url,
+            self.what,
+        )
+        self.etag = again
+        return False
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl / 4):
+            self.renewals += 1
+            try:
+                etag = self.store.put_if(self.key, self._body(), etag=self.etag)
+            except Exception as exc:  # the store unreachable for a while: try again at the next turn
+                log.warning("could not renew the lock %s (%s)", self.url, exc)
+                continue
+            if etag is None and (mine := self._mine()) is not None:
+                etag = mine  # this renewal was written; its answer was lost, and the retry refused
+            if etag is None:
+                self.held = False
+                log.error(
+                    "lost the lock %s: another aggregation took it over after it was not renewed for %.0f s; "
+                    "aggregate this campaign again once it has finished",
+                    self.url,
+                    self.ttl,
+                )
+                return
+            self.etag = etag
+
+    def _mine(self) -> str | None:
+        """The lease's ETag if it is still this holder's, else None."""
+        current = self.store.get_versioned(self.key)
+        if current is not None and _parse(current[0]).get("token") == self.token:
+            return current[1]
+        return None
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        with contextlib.suppress(Exception):  # a lease left behind is taken over once it is stale
+            if self._mine() is not None:
+                self.store.delete(self.key)
+
+
+def _parse(content: bytes) -> dict:
+    try:
+        lease = json.loads(content)
+    except ValueError:
+        return {}
+    return lease if isinstance(lease, dict) else {}
