@@ -17,10 +17,11 @@ from cli_helpers import PVBENCH
 from stats_helpers import write
 from test_compact import night
 
+import pvbench.pipeline.tables as pipeline_tables
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
 from pvbench.store.layout import LOCKS_ROOT
-from pvbench.store.locks import campaign_lock, folder_lock, lock_path, machine_locks_dir
+from pvbench.store.locks import LockLost, campaign_lock, folder_lock, lock_path, machine_locks_dir
 
 pytestmark = pytest.mark.quiet
 
@@ -186,6 +187,30 @@ def test_conditional_writes_are_what_the_lease_is_made_of(s3_store_url):
     content, etag, age_s = store.get_versioned("k")
     assert (content, etag) == (b"c", second) and 0 <= age_s < 5
     assert store.get_versioned("absent") is None
+
+
+def test_an_aggregation_whose_lease_was_taken_over_writes_no_tables(s3_store_url, tmp_path, monkeypatch):
+    """A holder stopped for longer than the TTL (a laptop suspended mid-aggregation) finds its lease
+    another machine's: it must not write tables over the ones that machine writes. Here the lease
+    is taken over (as a stale one is: If-Match on its ETag) while the campaign's models run."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "machine-a"))
+    monkeypatch.setenv("PVBENCH_LOCK_TTL_S", "1")
+    write(s3_store_url, night("n1", 1))
+    store, out = open_store(s3_store_url), tmp_path / "tables"
+    models = pipeline_tables.build_tables
+
+    def taken_over_meanwhile(*args, **kwargs):
+        _, etag, _ = store.get_versioned(".locks/campaign=syn.lock")
+        other = {"holder": "pid 7 on elsewhere", "host": "elsewhere", "pid": 7, "token": "other", "renewal": 0}
+        assert store.put_if(".locks/campaign=syn.lock", json.dumps(other).encode(), etag=etag) is not None
+        time.sleep(1)  # four renewals' time: the holder finds its lease gone
+        return models(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline_tables, "build_tables", taken_over_meanwhile)
+    with pytest.raises(LockLost, match="lost the lock .*campaign=syn.lock.*nothing was written"):
+        aggregate(store, "syn", out=out)
+    assert not out.exists()
+    assert json.loads(store.get_bytes(".locks/campaign=syn.lock"))["token"] == "other"  # left to its holder
 
 
 class _IgnoresConditions:

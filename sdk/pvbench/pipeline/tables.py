@@ -16,7 +16,7 @@ from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.stopping import deferred_signals
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
-from pvbench.store.locks import campaign_lock
+from pvbench.store.locks import campaign_lock, ensure_held
 
 # Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
 PYTHON_TABLES = ("report_comparisons",)
@@ -127,6 +127,7 @@ def aggregate(
             progress=progress,
             keep_snapshot=keep_snapshot,
         )
+        ensure_held(store, campaign)  # on S3: still this aggregation's turn (store.locks.StoreLease)
         # the tables are one set: a stop signal (pvbench aggregate's SIGTERM/SIGINT) while they are
         # written waits for the last one, so a report never reads half of them from this aggregation
         with deferred_signals(raise_after=False):

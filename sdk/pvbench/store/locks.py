@@ -21,7 +21,8 @@ CI runner. There the flock is followed by a **lease** in the store itself, the o
 conditional writes, ``If-None-Match``/``If-Match``, so of two machines exactly one gets it), and
 renewed every LEASE_TTL_S / 4 while held. A holder that died without releasing it (``kill -9``,
 a machine gone) is recognized by the lease's age by the server's own clock (not renewed for
-LEASE_TTL_S), or at once when it ran on this machine and its process is gone, and is taken over.
+LEASE_TTL_S), or at once when it ran on this machine and its process is gone, and is taken over;
+a holder whose lease was taken over (stopped for longer than that) writes no tables (ensure_held).
 A store that ignores the conditions (an old S3-compatible server) is said once, and aggregations
 from several machines are then not serialized; on Kubernetes the Argo mutex
 ``pvbench-campaign-<slug>`` serializes the workflow's own aggregations either way.
@@ -43,6 +44,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
+from pvbench.store.backends import StoreError
 from pvbench.store.layout import LOCKS_ROOT, lock_key
 
 log = logging.getLogger("pvbench.store")
@@ -52,6 +54,10 @@ log = logging.getLogger("pvbench.store")
 LEASE_TTL_S = 60.0
 # How often a waiting aggregation asks again whether the lease is free.
 LEASE_POLL_S = 1.0
+
+
+class LockLost(StoreError):
+    """This process's lease of a campaign was taken over by another aggregation (see StoreLease)."""
 
 
 def machine_locks_dir() -> Path:
@@ -90,6 +96,24 @@ def campaign_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
             return
         with StoreLease(store, lock_key(campaign), _what(campaign), waiting):
             yield path
+
+
+# the leases this process holds, by (store URL, key): ensure_held looks there
+_HELD: dict[tuple[str, str], "StoreLease"] = {}
+
+
+def ensure_held(store, campaign: str | None) -> None:
+    """Raise LockLost if this process's lease of the campaign was taken over meanwhile (its holder
+    stopped for longer than the lease's TTL: a laptop suspended mid-aggregation). Called before
+    the campaign's tables are written: another aggregation is running on the compacts now, and
+    tables written after its own would lack its run. Nothing to do without a lease (a directory
+    store, whose flock cannot be taken over)."""
+    lease = _HELD.get((store.url, lock_key(campaign)))
+    if lease is not None and lease.lost:
+        raise LockLost(
+            f"lost the lock {lease.url}: it was not renewed for {lease.ttl:.0f} s (was this process stopped?) "
+            "and another aggregation took it over; nothing was written. Aggregate again once it has finished"
+        )
 
 
 def _what(campaign: str | None) -> str:
@@ -180,7 +204,7 @@ class StoreLease:
         self.token = uuid.uuid4().hex
         self.renewals = 0
         self.etag: str | None = None
-        self.held = False  # False once lost (another took it over) or never held (conditions ignored)
+        self.lost = False  # another aggregation took it over (not renewed for the TTL)
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
@@ -232,9 +256,9 @@ class StoreLease:
                 )
             said = True
             self._stop.wait(LEASE_POLL_S)
+        _HELD[(self.store.url, self.key)] = self
         if not self._honoured():
             return self
-        self.held = True
         self._renewer = threading.Thread(target=self._renew, name="pvbench-lock-lease", daemon=True)
         self._renewer.start()
         return self
@@ -278,10 +302,10 @@ class StoreLease:
             if etag is None and (mine := self._mine()) is not None:
                 etag = mine  # this renewal was written; its answer was lost, and the retry refused
             if etag is None:
-                self.held = False
+                self.lost = True
                 log.error(
-                    "lost the lock %s: another aggregation took it over after it was not renewed for %.0f s; "
-                    "aggregate this campaign again once it has finished",
+                    "lost the lock %s: it was not renewed for %.0f s and another aggregation took it over; "
+                    "this one will not write the campaign's tables",
                     self.url,
                     self.ttl,
                 )
@@ -296,6 +320,7 @@ class StoreLease:
         return None
 
     def __exit__(self, *exc) -> None:
+        _HELD.pop((self.store.url, self.key), None)
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
