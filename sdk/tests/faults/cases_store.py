@@ -421,6 +421,35 @@ def missing_bucket(ctx: Ctx) -> Outcome:
     return _nothing_ran(ctx, proc, "no-such-bucket", "does not exist")
 
 
+def lease_left_by_a_machine_gone(ctx: Ctx) -> Outcome:
+    """An S3 store's campaign lease (store.locks.StoreLease) left by an aggregation on another
+    machine that died: waited for, then taken over once it is the TTL old (2 s here), by the
+    store's clock; the aggregation finishes and removes it."""
+    import io
+
+    from minio import Minio
+
+    ctx.minio.make_bucket("leftlease")
+    url = "s3://leftlease/p"
+    rows = [_row(sc, rep) for sc in ("Portworx", "OpenEBS") for rep in (1, 2, 3)]
+    ctx.cli("import", "thesis-csv", _csv(ctx, *rows), "--store", url, "--campaign", "c")
+    client = Minio(ctx.minio.endpoint, access_key=ctx.minio.access_key, secret_key=ctx.minio.secret_key, secure=False)
+    lease = json.dumps({"holder": "pid 4242 on elsewhere", "host": "elsewhere", "pid": 4242, "token": "t"}).encode()
+    client.put_object("leftlease", "p/.locks/campaign=c.lock", io.BytesIO(lease), len(lease))
+    out = ctx.tmp / "tables"
+    proc = ctx.cli("aggregate", "--store", url, "--campaign", "c", "--out", str(out), env={"PVBENCH_LOCK_TTL_S": "2"})
+    err = " ".join(proc.stderr.split())
+    said = "(pid 4242 on elsewhere): waiting for it to finish" in err and "took over the lock" in err
+    left = [o.object_name for o in client.list_objects("leftlease", prefix="p/.locks/", recursive=True)]
+    ok = proc.returncode == 0 and said and (out / "summary.parquet").exists() and not left and "Traceback" not in err
+    shown = err[err.find("took over") :][:160] if "took over" in err else err[:200]
+    return Outcome(
+        ok,
+        f"exit {proc.returncode}: {shown}",
+        "the 6 results aggregated; the dead holder's lease taken over, then removed" if ok else f"lease left: {left}",
+    )
+
+
 def flush_missing_spool(ctx: Ctx) -> Outcome:
     proc = ctx.cli("store", "flush", "--spool", str(ctx.tmp / "nonexistent"), "--store", str(ctx.tmp / "store"))
     ok, shown = clear_error(proc, "does not exist")
@@ -463,6 +492,12 @@ CASES = [
     Case("store", "bucket missing (--dry-run)", missing_bucket, needs=("minio",)),
     Case("store", "`store ls` with a wrong secret", wrong_secret, needs=("minio",)),
     Case("store", "endpoint `user:pass@host:port`, `store flush`", endpoint_with_userinfo, needs=("minio",)),
+    Case(
+        "store",
+        "`aggregate` on S3 while a machine gone still holds the campaign's lease",
+        lease_left_by_a_machine_gone,
+        needs=("minio",),
+    ),
     Case("store", "`store flush --spool /nonexistent`", flush_missing_spool),
     Case("store", "store directory not writable (--dry-run)", read_only_store),
 ]
