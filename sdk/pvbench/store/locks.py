@@ -296,11 +296,11 @@ class StoreLease:
             self.renewals += 1
             try:
                 etag = self.store.put_if(self.key, self._body(), etag=self.etag)
+                if etag is None:  # refused: taken over, or this renewal was written, its answer lost and retried
+                    etag = self._mine()
             except Exception as exc:  # the store unreachable for a while: try again at the next turn
                 log.warning("could not renew the lock %s (%s)", self.url, exc)
                 continue
-            if etag is None and (mine := self._mine()) is not None:
-                etag = mine  # this renewal was written; its answer was lost, and the retry refused
             if etag is None:
                 self.lost = True
                 log.error(
