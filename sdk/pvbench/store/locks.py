@@ -120,6 +120,11 @@ def _what(campaign: str | None) -> str:
     return f"campaign {campaign!r}" if campaign else "every campaign"
 
 
+def _waiting_line(what: str, store_url: str, holder: str, lock: object) -> str:
+    """What an aggregation that waits says, for the machine's flock and the store's lease alike."""
+    return f"another aggregation of {what} of {store_url} is running ({holder}): waiting for it to finish (lock {lock})"
+
+
 @contextlib.contextmanager
 def _machine_lock(store, campaign: str | None, waiting: Callable[[str], None] | None = None) -> Iterator[Path]:
     """The flock of campaign_lock (see the module's docstring)."""
@@ -139,10 +144,7 @@ def _machine_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
         except BlockingIOError:
             if waiting is not None:
                 holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                waiting(
-                    f"another aggregation of {_what(campaign)} of {store.url} is running ({holder}): "
-                    f"waiting for it to finish (lock {path})"
-                )
+                waiting(_waiting_line(_what(campaign), store.url, holder, path))
             fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:  # who holds it, for the message of the next one that waits
             os.ftruncate(fd, 0)
@@ -250,10 +252,7 @@ class StoreLease:
                     break
                 continue  # another waiter took it first
             if not said and self.waiting is not None:
-                self.waiting(
-                    f"another aggregation of {self.what} of {self.store.url} is running "
-                    f"({lease.get('holder', 'another machine')}): waiting for it to finish (lock {self.url})"
-                )
+                self.waiting(_waiting_line(self.what, self.store.url, lease.get("holder", "another machine"), self.url))
             said = True
             self._stop.wait(LEASE_POLL_S)
         _HELD[(self.store.url, self.key)] = self
