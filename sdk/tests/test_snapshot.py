@@ -13,6 +13,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from cli_helpers import pvbench
 from stats_helpers import write
 from test_compact import headline_n, night
 
@@ -131,6 +132,18 @@ def test_a_generation_gone_meanwhile_makes_the_runs_be_read_from_their_compacts(
         con = build_tables(store, "syn", run="n2", extras=False)
     assert headline_n(con) == {"fast": 6, "slow": 6}
     assert "snapshot unreadable" in caplog.text
+
+
+def test_the_console_script_says_a_warning_of_the_aggregation_as_one(tmp_path):
+    # the pvbench loggers' warnings (here: the snapshot gone) print as the command's own do, not as
+    # a bare line that reads like any other output
+    write(tmp_path, night("n1", 1) + night("n2", 2))
+    aggregate(open_store(str(tmp_path)), "syn")
+    shutil.rmtree(tmp_path / snapshot_prefix("syn") / manifest(open_store(str(tmp_path)))["parts"][0]["generation"])
+    done = pvbench("aggregate", "--store", tmp_path, "--campaign", "syn", "--run", "n2")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "snapshot unreadable" in line]
+    assert len(said) == 1 and said[0].startswith("warning: campaign snapshot unreadable"), done.stderr
 
 
 def test_the_runs_read_on_their_own_become_a_part_and_parts_are_merged(tmp_path, monkeypatch):

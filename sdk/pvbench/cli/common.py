@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from typing import Callable, NoReturn, TypeVar
 
 import typer
@@ -19,6 +20,28 @@ def fail(message: str, code: int = 2) -> NoReturn:
     a '[global]' or a path with brackets in it is printed as it is."""
     _err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
+
+
+class _ConsoleLog(logging.Handler):
+    """pvbench's own log warnings and errors, printed as the commands print theirs ("warning: …",
+    "error: …" on stderr). Without it Python's last-resort handler printed the bare message: a
+    lease taken over or a snapshot not written looked like any other output line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        label = "[bold red]error:[/]" if record.levelno >= logging.ERROR else "[yellow]warning:[/]"
+        try:
+            _err.print(f"{label} {escape(record.getMessage())}", soft_wrap=True)
+        except Exception:  # a message that cannot be formatted: logging's own report, as before
+            self.handleError(record)
+
+
+def print_log_warnings() -> None:
+    """Route the ``pvbench`` loggers' warnings and errors to the console (the ``pvbench`` script
+    does, once; a library caller keeps its own logging configuration)."""
+    logger = logging.getLogger("pvbench")
+    if not any(isinstance(h, _ConsoleLog) for h in logger.handlers):
+        handler = _ConsoleLog(logging.WARNING)
+        logger.addHandler(handler)
 
 
 Command = TypeVar("Command", bound=Callable)

@@ -9,7 +9,7 @@ from typing import Sequence
 import typer
 
 from pvbench.cli import commands, profiles, steps, store
-from pvbench.cli.common import fail
+from pvbench.cli.common import fail, print_log_warnings
 
 app = typer.Typer(
     help="Benchmark Kubernetes storage classes with fio, store every result, aggregate with statistics.",
@@ -96,6 +96,7 @@ def main() -> None:
     garbage are freed at exit as before, and atexit work (temporary folders, logging's flush)
     runs as before."""
     mount_for(sys.argv[1:])
+    print_log_warnings()
     gc.freeze()
     try:
         app(prog_name="pvbench")
