@@ -265,6 +265,52 @@ def test_s3_get_many_with_libcurl_in_order_and_bounded(s3_store_url):
     assert answered == len(keys)
 
 
+def test_s3_get_many_keeps_its_connections_from_one_call_to_the_next(s3_store_url, monkeypatch):
+    """A full aggregation reads run after run: each get_many reuses the connections the one before
+    opened (one libcurl share per store), with no more at once than it has documents."""
+    from pvbench.store import multi_get
+
+    store = open_store(s3_store_url)
+    keys = [f"k/{i:03d}" for i in range(20)]
+    for key in keys:
+        store.put_bytes(key, key.encode())
+    calls = []
+    get_all = multi_get.get_all
+
+    def recorded(urls, connections, **kw):
+        calls.append((connections, kw["share"]))
+        return get_all(urls, connections, **kw)
+
+    monkeypatch.setattr(multi_get, "get_all", recorded)
+    assert dict(store.get_many(keys)) == {key: key.encode() for key in keys}
+    assert dict(store.get_many(keys[:5])) == {key: key.encode() for key in keys[:5]}
+    (first, share), (second, again) = calls
+    assert isinstance(share, multi_get.Connections) and again is share
+    assert (first, second) == (20, 5)  # never more connections than documents (S3_CONNECTIONS: 64)
+
+
+@pytest.mark.parametrize("given, connections", [(None, 64), ("8", 8), (" 256 ", 256)])
+def test_how_many_gets_an_s3_store_keeps_in_flight_is_set_by_the_environment(monkeypatch, given, connections):
+    monkeypatch.setenv("PVBENCH_S3_ENDPOINT", "127.0.0.1:9000")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    if given is None:
+        monkeypatch.delenv("PVBENCH_S3_CONNECTIONS", raising=False)
+    else:
+        monkeypatch.setenv("PVBENCH_S3_CONNECTIONS", given)
+    assert open_store("s3://bucket/p").settings.connections == connections
+
+
+@pytest.mark.parametrize("given", ["0", "-4", "many", "257"])
+def test_a_bad_number_of_s3_connections_is_refused_before_anything_runs(monkeypatch, given):
+    monkeypatch.setenv("PVBENCH_S3_ENDPOINT", "127.0.0.1:9000")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    monkeypatch.setenv("PVBENCH_S3_CONNECTIONS", given)
+    with pytest.raises(StoreError, match="PVBENCH_S3_CONNECTIONS .* is not a whole number from 1 to 256"):
+        open_store("s3://bucket/p")
+
+
 def test_s3_get_many_falls_back_to_the_sdk_when_libcurl_cannot_read(s3_store_url, monkeypatch, caplog):
     """A way that fails (here every URL points where nothing listens, as a refused certificate
     or a proxy in the way would fail it) is left, with one warning: the SDK reads the rest."""

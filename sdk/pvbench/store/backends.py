@@ -35,8 +35,14 @@ LIST_THREADS = 4
 DISK_READ_BLOCKS = 1024
 # Keys a ListObjectsV2 request asks for (S3's and MinIO's most).
 LIST_PAGE = 1000
-# Objects an S3 store reads at once (S3Store.get_many: libcurl's connections, else the SDK's threads).
+# Objects an S3 store reads at once through the SDK's threads (S3Store.get_many's fallback; the
+# uploads of put_many).
 S3_READERS = 16
+# GETs in flight at once when S3Store.get_many reads documents through libcurl (one connection
+# each; $PVBENCH_S3_CONNECTIONS overrides). One GET of a ~2 KB document is mostly waiting: with a
+# store 30 ms away, 16 connections read a run's 1,000 documents in 2.6 s and 64 in 0.7 s, and on
+# loopback the two are alike (ci/bench_s3_latency.py prints them side by side).
+S3_CONNECTIONS = 64
 
 
 class StoreError(RuntimeError):
@@ -283,6 +289,7 @@ class S3Settings:
     secret_key: str
     secure: bool
     region: str | None = None
+    connections: int = S3_CONNECTIONS  # get_many's GETs at once (libcurl)
 
     @classmethod
     def from_env(cls) -> "S3Settings":
@@ -308,7 +315,18 @@ class S3Settings:
                 "credentials go in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
             )
         secure = os.environ.get("PVBENCH_S3_SECURE", "false").lower() in {"1", "true", "yes"}
-        return cls(endpoint, access, secret, secure, os.environ.get("AWS_REGION"))
+        return cls(endpoint, access, secret, secure, os.environ.get("AWS_REGION"), _connections())
+
+
+def _connections() -> int:
+    """$PVBENCH_S3_CONNECTIONS (GETs at once, 1–256: multi_get.get_all holds at most 256 answers
+    ahead of the one read next), else S3_CONNECTIONS."""
+    given = os.environ.get("PVBENCH_S3_CONNECTIONS", "").strip()
+    if not given:
+        return S3_CONNECTIONS
+    if not given.isdigit() or not 1 <= int(given) <= 256:
+        raise StoreError(f"PVBENCH_S3_CONNECTIONS {given!r} is not a whole number from 1 to 256")
+    return int(given)
 
 
 @dataclass
@@ -320,6 +338,7 @@ class S3Store:
     backoff_s: float = 0.5
     _client: object = field(default=None, repr=False)
     _multi_get: bool = field(default=True, repr=False)  # off once libcurl failed (get_many)
+    _connections: object = field(default=None, repr=False)  # get_many's open connections (multi_get.Connections)
     _fast_list: bool = field(default=True, repr=False)  # off once the SDK's request call changed (list_objects)
 
     @property
@@ -419,15 +438,18 @@ class S3Store:
         return self._retry(f"download {self.url}/{key}", get)
 
     def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes | Exception]]:
-        """S3_READERS GETs at a time through libcurl (pvbench.store.multi_get: ~5× less CPU per
-        GET than the SDK), on URLs the SDK presigns. An object that is not there is asked for
+        """Up to ``settings.connections`` GETs at a time through libcurl (pvbench.store.multi_get:
+        ~5× less CPU per GET than the SDK), on URLs the SDK presigns. An object that is not there is asked for
         again through the SDK, which says so in S3's words. Any other failure (a status but 200
         or 404, a refused certificate, a dropped connection) sends this and every later read of
         the store through the SDK, S3_READERS threads, with its retries; a warning says why, once."""
         keys = list(keys)
         done = 0
         if self._multi_get and multi_get.available():
-            responses = multi_get.get_all(map(self._presigned, keys), S3_READERS)
+            if self._connections is None:  # kept from one call to the next (a full aggregation reads run by run)
+                self._connections = multi_get.Connections()
+            connections = max(1, min(self.settings.connections, len(keys)))
+            responses = multi_get.get_all(map(self._presigned, keys), connections, share=self._connections)
             try:
                 for key, response in zip(keys, responses):
                     if response.status == 200:

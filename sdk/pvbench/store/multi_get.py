@@ -7,6 +7,11 @@ threads read no faster than one core runs Python: 1,000 GETs took 0.52 s on the 
 connections: 0.25 s, 0.09 s of CPU, and the GIL is free meanwhile (DuckDB writing the previous
 run's compact, SciPy importing). ci/bench_multi_get.py prints both, side by side.
 
+How many at once: a GET of a small document is mostly its round trip, so once the store is a few
+milliseconds away the number in flight sets the pace: S3Store reads with 64 connections
+(backends.S3_CONNECTIONS), kept open from one call to the next (Connections);
+ci/bench_s3_latency.py prints 16, 64 and 128 side by side behind a proxy that adds latency.
+
 The SDK still signs every request (S3Store gives presigned URLs: SigV4, computed locally) and
 makes every other call; a request that fails here is read again through the SDK, which retries
 and says what went wrong in S3's words.
@@ -54,16 +59,32 @@ def _ca_options() -> dict[str, str]:
     return found
 
 
+class Connections:
+    """Open connections (and TLS sessions, DNS answers) that every get_all given it reuses, from
+    any thread: a libcurl share. Without it each call opened its own: a full aggregation calls
+    get_all once per run, so 64 connections (TLS handshakes, with https) were made again for
+    every 1,000 documents."""
+
+    def __init__(self) -> None:
+        import pycurl
+
+        self.handle = pycurl.CurlShare()
+        for data in (pycurl.LOCK_DATA_CONNECT, pycurl.LOCK_DATA_SSL_SESSION, pycurl.LOCK_DATA_DNS):
+            self.handle.setopt(pycurl.SH_SHARE, data)
+
+
 def get_all(
     urls: Iterable[str],
     connections: int = 16,
     ahead: int = 256,
     connect_timeout_s: int = 5,
     stalled_s: int = 120,
+    share: Connections | None = None,
 ) -> Iterator[Response]:
     """Each URL's response, in the order the URLs come: up to ``connections`` transfers at once,
     at most ``ahead`` URLs fetched beyond the one answered next (what is held stays bounded
-    however many URLs there are). A transfer that moves no byte for ``stalled_s`` is given up."""
+    however many URLs there are). A transfer that moves no byte for ``stalled_s`` is given up.
+    ``share``: the open connections kept from one call to the next (Connections)."""
     import pycurl
 
     pending = iter(urls)
@@ -77,6 +98,8 @@ def get_all(
         curl.setopt(pycurl.LOW_SPEED_LIMIT, 1)
         curl.setopt(pycurl.LOW_SPEED_TIME, stalled_s)
         curl.setopt(pycurl.PROXY, "")  # as the SDK: no proxy from http_proxy & co.
+        if share is not None:
+            curl.setopt(pycurl.SHARE, share.handle)
         for option, value in ca.items():
             curl.setopt(getattr(pycurl, option), value)
         handles.append(curl)
