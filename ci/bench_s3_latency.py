@@ -131,26 +131,25 @@ def read_run(store, keys: list[str]) -> float:
 def read_runs_one_by_one(store, runs: list[list[str]], kept: bool) -> tuple[float, int]:
     """Every run read in turn, as a full aggregation reads them; ``kept``: connections kept from one
     run to the next (as shipped), else a new set for every run (before). Returns the wall time and
-    the connections closed meanwhile: each made for one run only (the last run's are still open)."""
+    the connections made."""
     port = int(store.settings.endpoint.rsplit(":", 1)[1])
-    time.sleep(1)  # the connections of the store measured before: closed and counted before this
-    closed = time_wait(port)
+    before = connections_to(port)
     t0 = time.monotonic()
     for keys in runs:
         if not kept:
             store._connections = multi_get.Connections()
         read_run(store, keys)
     wall = time.monotonic() - t0
-    time.sleep(0.5)  # the closes under way (the last run's connections stay open: not counted)
-    return wall, time_wait(port) - closed
+    return wall, len(connections_to(port) - before)
 
 
-def time_wait(port: int) -> int:
-    """Connections to ``port`` this machine closed in the last minute (TCP TIME_WAIT, from
-    /proc/net/tcp: the client closes, so the client keeps them)."""
+def connections_to(port: int) -> set[int]:
+    """The local ports of this machine's TCP connections to ``port``, open or closed within the
+    last minute (TIME_WAIT: the client closes, so the client keeps them), from /proc/net/tcp. A
+    connection made since is one more port (ephemeral ports are not reused within a minute)."""
     with open("/proc/net/tcp") as table:
         rows = [line.split() for line in table.readlines()[1:]]
-    return sum(1 for row in rows if row[3] == "06" and int(row[2].rsplit(":", 1)[1], 16) == port)
+    return {int(row[1].rsplit(":", 1)[1], 16) for row in rows if int(row[2].rsplit(":", 1)[1], 16) == port}
 
 
 def main() -> None:
@@ -203,7 +202,7 @@ def one_run(console, url, endpoints, latencies, counts, runs, rounds) -> None:
 def one_after_another(console, url, endpoints, latencies, runs, rounds) -> None:
     table = Table(
         title=f"{len(runs)} runs read one after the other, {S3_CONNECTIONS} connections (medians of {rounds}):"
-        " wall time · connections made and closed"
+        " wall time · connections made"
     )
     for col in ("latency", "connections kept (shipped)", "new for every run (before)", "new ÷ kept, wall"):
         table.add_column(col, justify="left" if col == "latency" else "right")
