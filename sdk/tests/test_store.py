@@ -283,10 +283,12 @@ def test_s3_get_many_keeps_its_connections_from_one_call_to_the_next(s3_store_ur
 
     monkeypatch.setattr(multi_get, "get_all", recorded)
     assert dict(store.get_many(keys)) == {key: key.encode() for key in keys}
+    made = store._connections.made
     assert dict(store.get_many(keys[:5])) == {key: key.encode() for key in keys[:5]}
     (first, share), (second, again) = calls
     assert isinstance(share, multi_get.Connections) and again is share
     assert (first, second) == (20, 5)  # never more connections than documents (S3_CONNECTIONS: 64)
+    assert 1 <= made <= 20 and share.made == made  # the second call opened none
 
 
 @pytest.mark.parametrize("given, connections", [(None, 64), ("8", 8), (" 256 ", 256)])

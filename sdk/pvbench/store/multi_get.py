@@ -71,6 +71,7 @@ class Connections:
         self.handle = pycurl.CurlShare()
         for data in (pycurl.LOCK_DATA_CONNECT, pycurl.LOCK_DATA_SSL_SESSION, pycurl.LOCK_DATA_DNS):
             self.handle.setopt(pycurl.SH_SHARE, data)
+        self.made = 0  # connections opened through it (libcurl's NUM_CONNECTS of each transfer)
 
 
 def get_all(
@@ -127,6 +128,8 @@ def get_all(
                 queued, ok, failed = multi.info_read()
                 for curl in ok:
                     done[curl.index] = Response(curl.getinfo(pycurl.RESPONSE_CODE), curl.body.getvalue())
+                    if share is not None:
+                        share.made += curl.getinfo(pycurl.NUM_CONNECTS)
                 for curl, _, message in failed:
                     done[curl.index] = Response(None, error=message)
                 for curl in [*ok, *(f[0] for f in failed)]:
