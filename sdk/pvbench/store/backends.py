@@ -40,7 +40,7 @@ LIST_PAGE = 1000
 S3_READERS = 16
 # GETs in flight at once when S3Store.get_many reads documents through libcurl (one connection
 # each; $PVBENCH_S3_CONNECTIONS overrides). One GET of a ~2 KB document is mostly waiting: with a
-# store 30 ms away, 16 connections read a run's 1,000 documents in 2.6 s and 64 in 0.7 s, and on
+# store 30 ms away, 16 connections read a run's 1,000 documents in 2.7 s and 64 in 0.7 s, and on
 # loopback the two are alike (ci/bench_s3_latency.py prints them side by side).
 S3_CONNECTIONS = 64
 
