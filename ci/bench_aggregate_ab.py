@@ -16,12 +16,17 @@ grows by two runs a pair, and every (SNAPSHOT_LAG + 1)th addition also writes a 
 whichever commit makes it; the medians are what to read). --minio makes the store in a MinIO on
 loopback instead of a local folder (PVBENCH_TOOLS or .tools/ must hold the minio binary).
 
+With --verify, it times an aggregation with nothing new instead (every run listed and checked
+against the snapshot, the campaign's tables made again): the campaign aggregated once (the working
+tree's code), then `pvbench aggregate` at each commit in turn, PAIRS times; --minio as with --add.
+
 The base runs from a git worktree made for it (removed after), with this checkout's virtualenv:
 its pvbench package and analytics/ SQL, nothing else of it.
 
 Usage: .venv/bin/python ci/bench_aggregate_ab.py --base <commit> [--results 100000] [--pairs 5]
        [--tmpfs]   (the store in /dev/shm: the disk's waits taken out, CPU left)
        [--add [--minio]]   (adding a run instead of the full aggregation)
+       [--verify [--minio]]   (an aggregation with nothing new instead)
 """
 
 from __future__ import annotations
@@ -59,10 +64,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--tmpfs", action="store_true", help="make the store in /dev/shm")
     parser.add_argument("--add", action="store_true", help="time adding a run, not the full aggregation")
-    parser.add_argument("--minio", action="store_true", help="with --add: the store in a MinIO on loopback")
+    parser.add_argument("--verify", action="store_true", help="time an aggregation with nothing new")
+    parser.add_argument("--minio", action="store_true", help="with --add or --verify: the store in a MinIO on loopback")
     args = parser.parse_args()
-    if args.minio and not args.add:
-        parser.error("--minio goes with --add (the full aggregation's A/B is of a local store)")
+    if args.add and args.verify:
+        parser.error("--add or --verify, not both")
+    if args.minio and not (args.add or args.verify):
+        parser.error("--minio goes with --add or --verify (the full aggregation's A/B is of a local store)")
     base = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", args.base], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -87,6 +95,8 @@ def main() -> None:
                 env = {name: {**os.environ, **extra} for name, extra in variants.items()}
                 if args.add:
                     walls, cpus = additions(store, url, template, runs, work / "tables", env, args.pairs)
+                elif args.verify:
+                    walls, cpus = verifications(store, url, work / "tables", env, args.pairs)
                 else:
                     walls, cpus, reads = full_aggregations(store, url, work / "tables", env, args.pairs)
         finally:
@@ -94,23 +104,24 @@ def main() -> None:
     old, new = walls[f"base {base}"], walls["working tree"]
     ratios = [n / o for n, o in zip(new, old)]
     where = "MinIO" if args.minio else "local store on " + ("tmpfs" if args.tmpfs else "disk")
-    what = "adding a run to" if args.add else "full aggregation of"
+    what = "adding a run to" if args.add else "nothing new in" if args.verify else "full aggregation of"
+    timed_one = args.add or args.verify  # one command per variant and pair, no read to compare with
     print(f"\n{what} {runs * PER_RUN:,} results, {where}, {args.pairs} alternated pairs")
     # CPU: user + system of the command and its reader process; over the wall time, the cores it kept busy
-    if args.add:
-        print("| code | each addition | median | CPU, median | CPU ÷ wall |")
+    if timed_one:
+        print(f"| code | each {'addition' if args.add else 'aggregation'} | median | CPU, median | CPU ÷ wall |")
         print("|---|---|---|---|---|")
     else:
         print("| code | full aggregation, each pair | median | median ÷ read | CPU, median | CPU ÷ wall |")
         print("|---|---|---|---|---|---|")
     for name, times in walls.items():
-        over_read = "" if args.add else f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}×"
+        over_read = "" if timed_one else f" | {statistics.median(t / r for t, r in zip(times, reads)):.1f}×"
         print(
-            f"| {name} | {', '.join(f'{t:.{2 if args.add else 1}f}' for t in times)} s"
-            f" | {statistics.median(times):.{2 if args.add else 1}f} s{over_read}"
+            f"| {name} | {', '.join(f'{t:.{2 if timed_one else 1}f}' for t in times)} s"
+            f" | {statistics.median(times):.{2 if timed_one else 1}f} s{over_read}"
             f" | {statistics.median(cpus[name]):.1f} s | {statistics.median(c / t for c, t in zip(cpus[name], times)):.2f} |"
         )
-    if not args.add:
+    if not timed_one:
         print(f"| read bytes | {', '.join(f'{r:.1f}' for r in reads)} s | {statistics.median(reads):.1f} s | | | |")
     print(
         f"\nworking tree ÷ base, each pair: {', '.join(f'{r:.2f}' for r in ratios)};"
@@ -157,6 +168,15 @@ def full_aggregations(store, url: str, out: Path, env: dict[str, dict], pairs: i
 
     walls, cpus = alternated(env, pairs, lambda name: full_aggregation(store, url, out, env[name]), read)
     return walls, cpus, reads
+
+
+def verifications(store, url: str, out: Path, env: dict[str, dict], pairs: int):
+    """The campaign aggregated once (the working tree's code: it writes the snapshot), then each
+    variant aggregates it again with nothing new, in turn, ``pairs`` times: (walls, CPUs)."""
+    if full_aggregation(store, url, out, env["working tree"]) is None:
+        raise SystemExit("the first full aggregation failed")
+    command = ["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)]
+    return alternated(env, pairs, lambda name: timed(command, env[name]))
 
 
 def additions(store, url: str, template: dict, runs: int, out: Path, env: dict[str, dict], pairs: int):

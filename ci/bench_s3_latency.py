@@ -39,6 +39,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
+from conftest import free_port  # noqa: E402  (the tests' helper; bench_aggregate put sdk/tests on the path)
 
 from pvbench.store import multi_get, open_store  # noqa: E402
 from pvbench.store.backends import S3_CONNECTIONS  # noqa: E402
@@ -98,14 +99,6 @@ def toxiproxy(upstream: str, latencies: list[int]):
     finally:
         server.terminate()
         server.wait()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(url: str, body: dict) -> None:

@@ -13,3 +13,12 @@ def test_the_alternated_comparison_runs_and_leaves_no_worktree():
     assert "working tree ÷ base, each pair:" in done.stdout
     after = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout
     assert after == before
+
+
+def test_the_comparison_of_aggregations_with_nothing_new_runs_on_minio():
+    done = ci_script(
+        "bench_aggregate_ab.py", "--base", "HEAD", "--results", "1000", "--pairs", "2", "--verify", "--minio"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "nothing new in 1,000 results, MinIO, 2 alternated pairs" in done.stdout, done.stdout
+    assert "| code | each aggregation | median |" in done.stdout
