@@ -439,10 +439,10 @@ def lease_left_by_a_machine_gone(ctx: Ctx) -> Outcome:
     out = ctx.tmp / "tables"
     proc = ctx.cli("aggregate", "--store", url, "--campaign", "c", "--out", str(out), env={"PVBENCH_LOCK_TTL_S": "2"})
     err = " ".join(proc.stderr.split())
-    said = "(pid 4242 on elsewhere): waiting for it to finish" in err and "took over the lock" in err
+    said = "(pid 4242 on elsewhere): waiting for it to finish" in err and "warning: took over the lock" in err
     left = [o.object_name for o in client.list_objects("leftlease", prefix="p/.locks/", recursive=True)]
     ok = proc.returncode == 0 and said and (out / "summary.parquet").exists() and not left and "Traceback" not in err
-    shown = err[err.find("took over") :][:160] if "took over" in err else err[:200]
+    shown = err[err.find("warning: took over") :][:170] if "warning: took over" in err else err[:200]
     return Outcome(
         ok,
         f"exit {proc.returncode}: {shown}",
