@@ -291,11 +291,16 @@ def test_s3_get_many_keeps_its_connections_from_one_call_to_the_next(s3_store_ur
     assert 1 <= made <= 20 and share.made == made  # the second call opened none
 
 
-@pytest.mark.parametrize("given, connections", [(None, 64), ("8", 8), (" 256 ", 256)])
-def test_how_many_gets_an_s3_store_keeps_in_flight_is_set_by_the_environment(monkeypatch, given, connections):
+def s3_settings(monkeypatch) -> None:
+    """The environment an s3:// store needs (nothing is contacted: settings are read at open)."""
     monkeypatch.setenv("PVBENCH_S3_ENDPOINT", "127.0.0.1:9000")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+
+
+@pytest.mark.parametrize("given, connections", [(None, 64), ("8", 8), (" 256 ", 256)])
+def test_how_many_gets_an_s3_store_keeps_in_flight_is_set_by_the_environment(monkeypatch, given, connections):
+    s3_settings(monkeypatch)
     if given is None:
         monkeypatch.delenv("PVBENCH_S3_CONNECTIONS", raising=False)
     else:
@@ -305,9 +310,7 @@ def test_how_many_gets_an_s3_store_keeps_in_flight_is_set_by_the_environment(mon
 
 @pytest.mark.parametrize("given", ["0", "-4", "many", "257"])
 def test_a_bad_number_of_s3_connections_is_refused_before_anything_runs(monkeypatch, given):
-    monkeypatch.setenv("PVBENCH_S3_ENDPOINT", "127.0.0.1:9000")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    s3_settings(monkeypatch)
     monkeypatch.setenv("PVBENCH_S3_CONNECTIONS", given)
     with pytest.raises(StoreError, match="PVBENCH_S3_CONNECTIONS .* is not a whole number from 1 to 256"):
         open_store("s3://bucket/p")

@@ -319,13 +319,13 @@ class S3Settings:
 
 
 def _connections() -> int:
-    """$PVBENCH_S3_CONNECTIONS (GETs at once, 1–256: multi_get.get_all holds at most 256 answers
-    ahead of the one read next), else S3_CONNECTIONS."""
+    """$PVBENCH_S3_CONNECTIONS (GETs at once, 1 to multi_get.AHEAD: get_all fetches no further
+    ahead, so more would stay idle), else S3_CONNECTIONS."""
     given = os.environ.get("PVBENCH_S3_CONNECTIONS", "").strip()
     if not given:
         return S3_CONNECTIONS
-    if not given.isdigit() or not 1 <= int(given) <= 256:
-        raise StoreError(f"PVBENCH_S3_CONNECTIONS {given!r} is not a whole number from 1 to 256")
+    if not given.isdigit() or not 1 <= int(given) <= multi_get.AHEAD:
+        raise StoreError(f"PVBENCH_S3_CONNECTIONS {given!r} is not a whole number from 1 to {multi_get.AHEAD}")
     return int(given)
 
 

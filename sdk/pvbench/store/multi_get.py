@@ -59,6 +59,11 @@ def _ca_options() -> dict[str, str]:
     return found
 
 
+# URLs get_all fetches at most beyond the one answered next: what it holds stays bounded, and more
+# connections than this would stay idle (S3Store's PVBENCH_S3_CONNECTIONS is capped at it).
+AHEAD = 256
+
+
 class Connections:
     """Open connections (and TLS sessions, DNS answers) that every get_all given it reuses, from
     any thread: a libcurl share. Without it each call opened its own: a full aggregation calls
@@ -77,7 +82,7 @@ class Connections:
 def get_all(
     urls: Iterable[str],
     connections: int = 16,
-    ahead: int = 256,
+    ahead: int = AHEAD,
     connect_timeout_s: int = 5,
     stalled_s: int = 120,
     share: Connections | None = None,
