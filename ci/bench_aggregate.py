@@ -24,11 +24,20 @@ loopback, prints:
             the build does not depend on the store, and its fixed cost is most of it): its bundles
             compiled (PVBENCH_REPORT_REUSE_BUNDLES=0, as a first build of the pages), then reused
             (after `pvbench report prime`, not timed), shown as "compiled / reused"
-with each command's peak RSS, and full ÷ read. The results are copies of one real fio result
+with each command's peak RSS, and full ÷ read. A second table sets the full aggregation against the
+read, where the time goes:
+  full: CPU  the CPU the full aggregation spent (user + system, its reader process's included);
+            over the cores it may use and the read, the lowest full ÷ read that no use of those
+            cores could beat (reading is one thread; an aggregation reads, validates and compacts)
+  cold      a local store's read and full aggregation with the kernel's page cache dropped first
+            (as root only; --no-cold skips them): the documents come from the disk, as they do
+            after a reboot or once a year of other work has pushed them out of memory
+The results are copies of one real fio result
 (a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
 5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
 
 Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--stores local,minio] [--repeat 3]
+                                              [--no-cold] [--no-report]
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ CLASSES, WORKLOADS, REPS = 20, 10, 5
 PER_RUN = CLASSES * WORKLOADS * REPS
 OCCASIONS = ("weekday-office", "weekday-night", "weekend", "night")
 CAMPAIGN = "bench"
+CORES = len(os.sched_getaffinity(0))  # what every command here may use
 
 
 def byte_compile(sdk: Path) -> None:
@@ -173,14 +183,32 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
-def full_aggregation(store, url: str, out: Path, env: dict) -> tuple[float, float] | None:
+def full_aggregation(store, url: str, out: Path, env: dict, cold: bool = False) -> tuple[float, float, float] | None:
     """timed() `pvbench aggregate` of the campaign from nothing: what an earlier one wrote (the
-    store's compacts and snapshot, the tables in ``out``) removed first, so every run is compacted."""
+    store's compacts and snapshot, the tables in ``out``) removed first, so every run is compacted.
+    ``cold``: the page cache dropped after that (drop_caches), so the documents come from the disk."""
     for prefix in (compact_prefix(CAMPAIGN) + "/", snapshot_prefix(CAMPAIGN) + "/"):
         for key in list(store.list_keys(prefix)):
             store.delete(key)
     shutil.rmtree(out, ignore_errors=True)
+    if cold:
+        drop_caches()
     return timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_caches() -> bool:
+    """Empty the kernel's page cache (dirty pages written back first), as a store is after a reboot
+    or once other work has pushed its files out: True if done, False where this process may not
+    (only root may write /proc/sys/vm/drop_caches)."""
+    try:
+        os.sync()
+        DROP_CACHES.write_text("3\n")
+        return True
+    except OSError:
+        return False
 
 
 # `pvbench` with the snapshot's thresholds set so that the next addition merges its parts
@@ -258,12 +286,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--stores", default="local,minio")
     parser.add_argument("--repeat", type=int, default=3, help="reads and full aggregations, alternated")
+    parser.add_argument(
+        "--no-cold",
+        dest="cold",
+        action="store_false",
+        help="skip the reads and full aggregations of a local store with the page cache dropped (done as root only)",
+    )
+    parser.add_argument("--no-report", dest="report", action="store_false", help="skip the report builds")
     args = parser.parse_args()
     byte_compile(REPO / "sdk")
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = args.stores.split(",")
     console = Console(width=200)
-    rows = []
+    rows, against_read = [], []
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-agg-") as tmp:
         work = Path(tmp)
         template = template_document(work)
@@ -299,6 +334,29 @@ def main() -> None:
                     read_s, full = statistics.median(reads), typical(fulls)
                     ratio = None if full is None else statistics.median(f[0] / r for f, r in zip(fulls, reads))
                     console.print(f"  read {', '.join(f'{r:.1f}' for r in reads)} s; full {spread(fulls)} s")
+                    # the CPU a full aggregation spent, over the cores it may use: no use of them
+                    # could bring its wall time under that
+                    floor = None if full is None else statistics.median(f[2] / CORES / r for f, r in zip(fulls, reads))
+                    cpu = None if full is None else statistics.median(f[2] for f in fulls)
+                    cold = None
+                    if kind == "local" and args.cold and drop_caches():
+                        cold_reads, cold_fulls = [], []
+                        for _ in range(args.repeat):
+                            drop_caches()
+                            cold_reads.append(read_bytes(store)[0])
+                            cold_fulls.append(full_aggregation(store, url, out, env, cold=True))
+                        console.print(
+                            f"  cold: read {', '.join(f'{r:.1f}' for r in cold_reads)} s; full {spread(cold_fulls)} s"
+                        )
+                        cold_full = typical(cold_fulls)
+                        cold = (
+                            statistics.median(cold_reads),
+                            cold_full,
+                            None
+                            if cold_full is None
+                            else statistics.median(f[0] / r for f, r in zip(cold_fulls, cold_reads)),
+                        )
+                    against_read.append((kind, runs * PER_RUN, read_s, full, ratio, cpu, floor, cold))
                     verify = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
 
                     def add_run(index: int, command: list[str] = PVBENCH):
@@ -324,7 +382,7 @@ def main() -> None:
                     step = argo_step(work / f"pod-{kind}-{n}", store, template, runs + 1, env)
                     report = (
                         report_builds(out, work / f"site-{n}", env)
-                        if kind == "local" and n in (min(sizes), max(sizes))
+                        if args.report and kind == "local" and n in (min(sizes), max(sizes))
                         else False  # not built: the build does not depend on the store
                     )
                     # more runs until more than SNAPSHOT_LAG are read beside the snapshot: the
@@ -381,10 +439,48 @@ def main() -> None:
             "–" if report is False else shown_report(report),
         )
     console.print(table)
-    # the same, as the README's performance section shows it
+    print_markdown(table)
+    table = Table(
+        title=f"Full aggregation against the read: where the time goes ({CORES} cores; medians of {args.repeat})"
+    )
+    for col in (
+        "store",
+        "results",
+        "read bytes",
+        "full",
+        "full ÷ read",
+        "full: CPU",
+        f"full: CPU ÷ {CORES} cores ÷ read",
+        "cold: read bytes",
+        "cold: full",
+        "cold: full ÷ read",
+    ):
+        table.add_column(col, justify="right")
+    for kind, n, read_s, full, ratio, cpu, floor, cold in against_read:
+        if cold is None:  # not measured: an S3 store, --no-cold, or not root
+            cold_cells = ["–", "–", "–"]
+        else:
+            cold_read, cold_full, cold_ratio = cold
+            cold_cells = [f"{cold_read:.1f} s", shown(cold_full), "–" if cold_ratio is None else f"{cold_ratio:.1f}×"]
+        table.add_row(
+            kind,
+            f"{n:,}",
+            f"{read_s:.1f} s",
+            shown(full),
+            "–" if ratio is None else f"{ratio:.1f}×",
+            "–" if cpu is None else f"{cpu:.1f} s",
+            "–" if floor is None else f"{floor:.1f}×",
+            *cold_cells,
+        )
+    console.print(table)
+    print_markdown(table)
+
+
+def print_markdown(table: Table) -> None:
+    """The table again, as the README's performance section shows it."""
     print("\n| " + " | ".join(c.header for c in table.columns) + " |")
     print("|" + "---|" * len(table.columns))
-    for i in range(len(rows)):
+    for i in range(table.row_count):
         print("| " + " | ".join(str(c._cells[i]) for c in table.columns) + " |")
 
 

@@ -23,13 +23,10 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, template_document, write_runs  # noqa: E402
+from bench_aggregate import CAMPAIGN, drop_caches, template_document, write_runs  # noqa: E402
 
 import pvbench.store.backends as backends  # noqa: E402
 from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
-
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-
 
 # (LIST_THREADS, DISK_READ_BLOCKS): below 0 blocks, every folder after the first goes to the threads
 WAYS = {
@@ -44,15 +41,6 @@ def listed(store, way: str) -> tuple[float, float, int]:
     t0, c0 = time.monotonic(), time.process_time()
     n = sum(1 for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith(RESULT_FILE))
     return time.monotonic() - t0, time.process_time() - c0, n
-
-
-def drop_caches() -> bool:
-    try:
-        os.sync()
-        DROP_CACHES.write_text("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def main() -> None:

@@ -1,0 +1,22 @@
+"""ci/bench_aggregate.py (the README's performance tables) runs end to end on its smallest campaign
+(its timings are not checked: a script, not a timed test)."""
+
+from cli_helpers import ci_script
+
+
+def test_the_scale_benchmark_prints_both_tables_for_the_readme():
+    # --no-cold: dropping the page cache (as root) would slow every test after this one
+    done = ci_script(
+        "bench_aggregate.py", "--sizes", "1000", "--stores", "local", "--repeat", "1", "--no-cold", "--no-report"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "FAILED" not in done.stdout, done.stdout[-3000:]
+    out = done.stdout
+    assert "| store | results | MB | read bytes | full | full ÷ read | verify (nothing new) |" in out, out[-3000:]
+    assert "| store | results | read bytes | full | full ÷ read | full: CPU | full: CPU ÷ " in out, out[-3000:]
+    rows = [line for line in out.splitlines() if line.startswith("| local | 1,000 |")]
+    assert len(rows) == 2, out[-3000:]
+    # the second table: the CPU spent and its floor are figures; cold was not measured
+    cells = [c.strip() for c in rows[1].strip("|").split("|")]
+    assert cells[5].endswith(" s") and cells[6].endswith("×"), rows[1]
+    assert cells[7:] == ["–", "–", "–"], rows[1]
