@@ -457,7 +457,9 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
 
     class Recording(ProcessPoolExecutor):
         def submit(self, fn, *args):
-            in_process.append(args[1].run if args else fn.__name__)
+            # the run, and its listing as flat lists of keys, sizes and versions (cheap to pickle)
+            in_process.append(args[2] if args else fn.__name__)
+            assert all(type(field) is list for field in args[3:]) and len(args[3:]) in (0, 3), args
             future = super().submit(fn, *args)
             if not args:  # _started: up before the next run is listed (else it is read in the thread)
                 future.result()
@@ -513,7 +515,7 @@ def test_a_reader_process_that_fails_leaves_the_reading_to_the_thread(tmp_path, 
 
     class Broken(_FakePool):
         def submit(self, fn, *args):
-            started.append(args[1].run if args else fn.__name__)
+            started.append(args[2] if args else fn.__name__)
             future = Future()
             future.set_exception(BrokenProcessPool("the process died"))
             return future
@@ -543,7 +545,7 @@ def test_a_reader_process_that_dies_with_runs_given_to_it_has_them_read_here(tmp
             if not args:  # _started: it came up
                 future.set_result(None)
             else:
-                given.append(args[1].run)
+                given.append(args[2])  # (store, campaign, run, keys, sizes, versions)
                 future.set_exception(BrokenProcessPool("the process died"))
             return future
 
