@@ -26,9 +26,10 @@ loopback, prints:
             (after `pvbench report prime`, not timed), shown as "compiled / reused"
 with each command's peak RSS, and full ÷ read. A second table sets the full aggregation against the
 read, where the time goes:
-  full: CPU  the CPU the full aggregation spent (user + system, its reader process's included);
-            over the cores it may use and the read, the lowest full ÷ read that no use of those
-            cores could beat (reading is one thread; an aggregation reads, validates and compacts)
+  full: CPU  the CPU the full aggregation spent (user + system, its reader process's included;
+            on MinIO, the server's too, which runs on the same cores); over the cores it may use
+            and the read, the lowest full ÷ read that no use of those cores could beat (reading is
+            one thread; an aggregation reads, validates and compacts)
   cold      a local store's read and full aggregation with the kernel's page cache dropped first
             (as root only; --no-cold skips them): the documents come from the disk, as they do
             after a reboot or once a year of other work has pushed them out of memory
@@ -183,17 +184,32 @@ def read_bytes(store) -> tuple[float, int]:
     return time.monotonic() - t0, total
 
 
-def full_aggregation(store, url: str, out: Path, env: dict, cold: bool = False) -> tuple[float, float, float] | None:
+def full_aggregation(
+    store, url: str, out: Path, env: dict, cold: bool = False, server: MinioServer | None = None
+) -> tuple[float, float, float] | None:
     """timed() `pvbench aggregate` of the campaign from nothing: what an earlier one wrote (the
     store's compacts and snapshot, the tables in ``out``) removed first, so every run is compacted.
-    ``cold``: the page cache dropped after that (drop_caches), so the documents come from the disk."""
+    ``cold``: the page cache dropped after that (drop_caches), so the documents come from the disk.
+    ``server``: the MinIO it reads, whose CPU meanwhile is added to the command's (it runs on the
+    same cores)."""
     for prefix in (compact_prefix(CAMPAIGN) + "/", snapshot_prefix(CAMPAIGN) + "/"):
         for key in list(store.list_keys(prefix)):
             store.delete(key)
     shutil.rmtree(out, ignore_errors=True)
     if cold:
         drop_caches()
-    return timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+    before = process_cpu(server.proc.pid) if server else 0.0
+    measured = timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)], env)
+    if measured is None or server is None:
+        return measured
+    wall, rss, cpu = measured
+    return wall, rss, cpu + process_cpu(server.proc.pid) - before
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a running process has spent so far (Linux: /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -330,7 +346,7 @@ def main() -> None:
                     for _ in range(args.repeat):
                         read_s, total = read_bytes(store)
                         reads.append(read_s)
-                        fulls.append(full_aggregation(store, url, out, env))
+                        fulls.append(full_aggregation(store, url, out, env, server=minio if kind == "minio" else None))
                     read_s, full = statistics.median(reads), typical(fulls)
                     ratio = None if full is None else statistics.median(f[0] / r for f, r in zip(fulls, reads))
                     console.print(f"  read {', '.join(f'{r:.1f}' for r in reads)} s; full {spread(fulls)} s")
