@@ -8,8 +8,10 @@ spend their time on; this prints those parts on the machine it runs on:
               pydantic models, NumPy, scipy.special) and, for contrast, scipy.stats (which no
               aggregation imports); each also shown beyond what it needs first
   documents   one run's 1,000 result.json (ci/bench_aggregate.py's synthetic copies of one real
-              fio result), per document: reading its bytes from a local store, json.loads, and
-              the compactor's validation (compact.validate: pydantic)
+              fio result), per document: reading its bytes from a local store, json.loads, the
+              compactor's validation (compact.validate: pydantic), and its run's listing handed
+              to the reader process of a full aggregation and back, pickled, the way it was
+              (StoredObjects) and the way it is (flat lists)
   functions   a Python function called from SQL, per row (the models' f_pvalue, t_quantile and
               warmup_pvalue are): a trivial one and f_pvalue, against the same p-values computed
               on the whole column at once; 1,400 rows are the cells of the benchmark's campaign
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import subprocess
 import sys
@@ -101,13 +104,29 @@ def print_per_item(
 
 
 def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
-    """Per document of one run: reading, json.loads, validation (the medians of ``repeat``)."""
-    keys = [o.key for listing in compact.iter_runs(store, CAMPAIGN) for o in listing.objects][:PER_RUN]
+    """Per document of one run: reading, json.loads, validation, and handing the run's listing to
+    the reader process and back (the medians of ``repeat``)."""
+    listing = next(iter(compact.iter_runs(store, CAMPAIGN)))
+    keys = [o.key for o in listing.objects]
     contents = [store.get_bytes(k) for k in keys]
+
+    def as_objects() -> None:  # until 67b79ba: the listing there, and back inside the ReadRun
+        pickle.loads(pickle.dumps(listing))
+        pickle.loads(pickle.dumps(listing))
+
+    def as_lists() -> None:  # compact._ReadAhead._read → _read_elsewhere; the ReadRun back without it
+        objects = listing.objects
+        flat = pickle.loads(
+            pickle.dumps(([o.key for o in objects], [o.size for o in objects], [o.version for o in objects]))
+        )
+        tuple(map(compact._Listed._make, zip(*flat)))
+
     ways = {
         "read the bytes (local store)": lambda: [store.get_bytes(k) for k in keys],
         "json.loads": lambda: [json.loads(c) for c in contents],
         "validate (pydantic, as the compactor does)": lambda: [compact.validate(c) for c in contents],
+        "its listing to the reader process and back, as StoredObjects (pickled)": as_objects,
+        "the same as flat lists, as handed over since 67b79ba": as_lists,
     }
     return per_item(ways, repeat, len(keys))
 

@@ -9,6 +9,8 @@ def test_the_fixed_costs_benchmark_prints_every_part():
     for part in (
         "scipy.special (every aggregation)",
         "validate (pydantic, as the compactor does)",
+        "as StoredObjects (pickled)",
+        "the same as flat lists",
         "model occasion_measurements",
         "split into each run's files",
         "f_pvalue (scipy.special.fdtrc), from SQL",
