@@ -115,11 +115,8 @@ def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
         pickle.loads(pickle.dumps(listing))
 
     def as_lists() -> None:  # compact._ReadAhead._read → _read_elsewhere; the ReadRun back without it
-        objects = listing.objects
-        flat = pickle.loads(
-            pickle.dumps(([o.key for o in objects], [o.size for o in objects], [o.version for o in objects]))
-        )
-        tuple(map(compact._Listed._make, zip(*flat)))
+        _, _, *flat = pickle.loads(pickle.dumps(compact._handed_over(listing)))
+        tuple(compact._objects_of(*flat))
 
     ways = {
         "read the bytes (local store)": lambda: [store.get_bytes(k) for k in keys],

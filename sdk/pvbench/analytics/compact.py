@@ -291,15 +291,33 @@ class _Listed(NamedTuple):
     version: str
 
 
-def _read_elsewhere(
-    store: Store, campaign: str, run: str, keys: list[str], sizes: list[int], versions: list[str]
-) -> ReadRun:
-    """read_run in the reader process, its listing handed over as three flat lists and the ReadRun
-    handed back without it (the aggregating process, which has it, puts it back: _ReadAhead._result).
+def _handed_over(listing: RunListing) -> tuple[str, str, list[str], list[int], list[str]]:
+    """A run's listing as it goes to the reader process: its campaign and run, then its objects'
+    keys, sizes and versions as three flat lists (_read_elsewhere's arguments after the store).
     Pickling a run's thousand StoredObjects there and back (dumped and loaded on each side) took
     0.25 s of CPU per 100,000 documents, flat lists 0.05 s (ci/bench_fixed_costs.py); the
     aggregating process's share ran beside the thread that lists and the one that drives DuckDB."""
-    return read_run(store, RunListing(campaign, run, ()), map(_Listed._make, zip(keys, sizes, versions)))
+    objects = listing.objects
+    return (
+        listing.campaign,
+        listing.run,
+        [o.key for o in objects],
+        [o.size for o in objects],
+        [o.version for o in objects],
+    )
+
+
+def _objects_of(keys: list[str], sizes: list[int], versions: list[str]) -> Iterator[_Listed]:
+    """The objects _handed_over flattened, as read_run reads them."""
+    return map(_Listed._make, zip(keys, sizes, versions))
+
+
+def _read_elsewhere(
+    store: Store, campaign: str, run: str, keys: list[str], sizes: list[int], versions: list[str]
+) -> ReadRun:
+    """read_run in the reader process, its listing _handed_over and the ReadRun handed back without
+    it (the aggregating process, which has it, puts it back: _ReadAhead._result)."""
+    return read_run(store, RunListing(campaign, run, ()), _objects_of(keys, sizes, versions))
 
 
 def full_temporary_folder_hint(exc: Exception) -> str:
@@ -703,16 +721,7 @@ class _ReadAhead:
     def _read(self, listing: RunListing) -> Future:
         if self.started is not None and self.started.done() and not self._broken():
             try:
-                objects = listing.objects
-                return self.pool.submit(
-                    _read_elsewhere,
-                    self.store,
-                    listing.campaign,
-                    listing.run,
-                    [o.key for o in objects],
-                    [o.size for o in objects],
-                    [o.version for o in objects],
-                )
+                return self.pool.submit(_read_elsewhere, self.store, *_handed_over(listing))
             except BrokenProcessPool as exc:  # broken meanwhile: read here instead
                 self._give_up(exc)
         return _settled(lambda: read_run(self.store, listing))
