@@ -345,7 +345,8 @@ def hold_mutex(mutex: str) -> str:
 
 
 def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "Failed", "Error")) -> dict:
-    """Until the workflow is in one of `phases`; the workflow. Fails with its nodes' messages."""
+    """Until the workflow is in one of `phases`; the workflow. Fails with its nodes' messages and,
+    for a workflow still waiting for a mutex, who holds and waits for that mutex."""
     deadline = time.monotonic() + timeout
     wf: dict = {}
     while time.monotonic() < deadline:
@@ -353,7 +354,84 @@ def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "F
         if wf.get("status", {}).get("phase") in phases:
             return wf
         time.sleep(3)
-    raise AssertionError(f"workflow {name} not {'/'.join(phases)} after {timeout}s:\n{describe(wf)}")
+    raise AssertionError(
+        f"workflow {name} not {'/'.join(phases)} after {timeout}s:\n{describe(wf)}{describe_mutexes(wf)}"
+    )
+
+
+def _mutexes(wf: dict, key: str) -> set[str]:
+    """The mutexes (their short names) the workflow's status says it holds (key "holding") or waits
+    for ("waiting"), at the workflow's level and at its nodes'."""
+    status = wf.get("status") or {}
+    mutex = (status.get("synchronization") or {}).get("mutex") or {}
+    found = {(h.get("mutex") or "").rsplit("/", 1)[-1] for h in mutex.get(key) or []}
+    if key == "waiting":
+        found |= {(n.get("synchronizationStatus") or {}).get("waiting", "").rsplit("/", 1)[-1] for n in nodes(wf)}
+    return found - {""}
+
+
+def mutex_users(mutex: str) -> dict[str, list[str]]:
+    """Every workflow of the namespace that has not ended and whose status holds or waits for
+    ``mutex`` (its short name, e.g. pvbench-node-linux): {"holding": [...], "waiting": [...]}."""
+    users: dict[str, list[str]] = {"holding": [], "waiting": []}
+    for wf in require_kube().items("workflow"):
+        if (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true":
+            continue
+        for key in users:
+            if mutex in _mutexes(wf, key):
+                users[key].append(f"{wf['metadata']['name']} ({(wf.get('status') or {}).get('phase') or 'new'})")
+    return users
+
+
+def describe_mutexes(wf: dict) -> str:
+    """For each mutex `wf` waits for: the workflows that hold it and wait for it, by their statuses,
+    and what the controller last logged of it. (A wait nobody's status explains is the engine's:
+    a holder or a wake-up it lost.)"""
+    lines = []
+    for mutex in sorted(_mutexes(wf, "waiting")):
+        users = mutex_users(mutex)
+        lines.append(f"\n{mutex}: held by {users['holding'] or 'no workflow'}; waited for by {users['waiting']}")
+        proc = require_kube().run("logs", "deploy/workflow-controller", "--tail", "4000", check=False, timeout=60)
+        logged = [line for line in proc.stdout.splitlines() if mutex in line and "DecodeLockName" not in line]
+        lines += ["  controller: " + line[:300] for line in logged[-15:]]
+    return "\n".join(lines)
+
+
+def wait_mutex_free(mutex: str, timeout: float) -> None:
+    """Until no workflow that has not ended holds or waits for ``mutex``, by their statuses."""
+
+    def free() -> bool:
+        users = mutex_users(mutex)
+        return not users["holding"] and not users["waiting"]
+
+    try:
+        wait_until(f"{mutex} to be free", free, timeout, every=3)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {mutex_users(mutex)}") from None
+
+
+def retire(names: list[str], timeout: int = 180) -> None:
+    """Stop runs a test does not want and delete them, in the order that keeps Argo's mutexes whole:
+    `argo terminate`, wait until each has ended (the controller releases its node's mutex as it
+    completes, or takes it out of the mutex's queue, and wakes the run next in line), then delete.
+    Deleted outright, a run the controller is just then handing the mutex to (the next in line as
+    the one before it goes) can leave the mutex held by a run that is gone, and the runs queued
+    behind it waiting (docs/kubernetes.md, Known behaviour of the engines)."""
+    if not names:
+        return
+    argo("terminate", *names, check=False)  # one that has already ended says so; it is deleted all the same
+    k = require_kube()
+
+    def ended() -> bool:
+        return all(
+            (wf := k.get("workflow", n)) is None
+            or (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true"
+            for n in names
+        )
+
+    wait_until(f"{', '.join(names)} to end after argo terminate", ended, timeout, every=1)
+    for n in names:
+        k.delete("workflow", n)
 
 
 def nodes(wf: dict) -> list[dict]:

@@ -23,6 +23,7 @@ from cluster_helpers import (
     nodes,
     pod_minio,
     require_kube,
+    retire,
     wait_until,
     wait_workflow,
     workflow,
@@ -60,7 +61,7 @@ def run() -> WatchedRun:
     }
     # Another holder of the campaign's mutex (as a run of this campaign on other nodes would be,
     # publishing): the run's aggregate must wait for it. Released once the run is seen waiting (or
-    # has ended without waiting: the test says so); deleted whatever happens, which releases it.
+    # has ended without waiting: the test says so); retired whatever happens, which releases it.
     holder = hold_mutex(CAMPAIGN_MUTEX_PREFIX + CAMPAIGN)
     try:
         watched = WatchedRun(params, "pvbench-clients-")
@@ -72,7 +73,7 @@ def run() -> WatchedRun:
         argo("resume", holder)
         watched.holder = wait_workflow(holder, timeout=120)
     finally:
-        require_kube().delete("workflow", holder)
+        retire([holder])
     return watched
 
 
