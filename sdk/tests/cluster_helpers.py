@@ -336,11 +336,7 @@ def hold_mutex(mutex: str) -> str:
     }
     name = k.run("create", "-f", "-", "-o", "name", input=json.dumps(wf)).stdout.strip().split("/", 1)[1]
 
-    def holding() -> bool:
-        held = ((workflow(name).get("status") or {}).get("synchronization") or {}).get("mutex") or {}
-        return any(h.get("mutex", "").endswith(f"/Mutex/{mutex}") for h in held.get("holding") or [])
-
-    wait_until(f"{name} holds mutex {mutex}", holding, 60)
+    wait_until(f"{name} holds mutex {mutex}", lambda: mutex in _mutexes(workflow(name), "holding"), 60)
     return name
 
 
@@ -370,12 +366,17 @@ def _mutexes(wf: dict, key: str) -> set[str]:
     return found - {""}
 
 
+def _ended(wf: dict) -> bool:
+    """The controller has finished with the workflow (and released what it held)."""
+    return (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true"
+
+
 def mutex_users(mutex: str) -> dict[str, list[str]]:
     """Every workflow of the namespace that has not ended and whose status holds or waits for
     ``mutex`` (its short name, e.g. pvbench-node-linux): {"holding": [...], "waiting": [...]}."""
     users: dict[str, list[str]] = {"holding": [], "waiting": []}
     for wf in require_kube().items("workflow"):
-        if (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true":
+        if _ended(wf):
             continue
         for key in users:
             if mutex in _mutexes(wf, key):
@@ -387,12 +388,15 @@ def describe_mutexes(wf: dict) -> str:
     """For each mutex `wf` waits for: the workflows that hold it and wait for it, by their statuses,
     and what the controller last logged of it. (A wait nobody's status explains is the engine's:
     a holder or a wake-up it lost.)"""
+    waited = sorted(_mutexes(wf, "waiting"))
+    if not waited:
+        return ""
+    log = require_kube().run("logs", "deploy/workflow-controller", "--tail", "4000", check=False, timeout=60).stdout
     lines = []
-    for mutex in sorted(_mutexes(wf, "waiting")):
+    for mutex in waited:
         users = mutex_users(mutex)
         lines.append(f"\n{mutex}: held by {users['holding'] or 'no workflow'}; waited for by {users['waiting']}")
-        proc = require_kube().run("logs", "deploy/workflow-controller", "--tail", "4000", check=False, timeout=60)
-        logged = [line for line in proc.stdout.splitlines() if mutex in line and "DecodeLockName" not in line]
+        logged = [line for line in log.splitlines() if mutex in line and "DecodeLockName" not in line]
         lines += ["  controller: " + line[:300] for line in logged[-15:]]
     return "\n".join(lines)
 
@@ -423,11 +427,7 @@ def retire(names: list[str], timeout: int = 180) -> None:
     k = require_kube()
 
     def ended() -> bool:
-        return all(
-            (wf := k.get("workflow", n)) is None
-            or (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true"
-            for n in names
-        )
+        return all((wf := k.get("workflow", n)) is None or _ended(wf) for n in names)
 
     wait_until(f"{', '.join(names)} to end after argo terminate", ended, timeout, every=1)
     for n in names:
