@@ -3,8 +3,11 @@
 
 * summary 95% CIs (the shipped summary.sql) — coverage at ICC 0, 0.5, 0.8;
 * comparisons (the shipped pvbench.stats.compare) — CI coverage, false verdicts, power for a
-  true 10% change, false equivalence at a true +5%, run against run, the upgrade gate;
-* the thesis's raw runs (examples/thesis-azure-runs.csv) — occasion against occasion;
+  true 10% change, false equivalence at a true +5%, run against run;
+* the upgrade gate with the moderated variance on simulated campaigns (1 to 12 baseline
+  occasions, normal and heavy-tailed bad days) and how many occasions reach 60% / 80% power;
+* real runs (examples/thesis-azure-runs.csv, or any CSV of that layout given with --runs): the
+  upgrade replay and class against class at 2 × 3;
 * warm-up and outlier flags — false flags per cell on null data.
 
     .venv/bin/python ci/stats_calibration.py               # ~1 min on 2 cores
@@ -25,6 +28,8 @@ from pvbench.stats.calibration import (  # noqa: E402
     Design,
     comparison_rows,
     format_table,
+    gate_rows,
+    occasions_for_power,
     summary_coverage,
     thesis_rows,
 )
@@ -43,12 +48,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=2000, help="synthetic trials per row")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--thesis", type=Path, default=REPO / "examples" / "thesis-azure-runs.csv")
+    ap.add_argument(
+        "--runs",
+        type=Path,
+        nargs="+",
+        default=[REPO / "examples" / "thesis-azure-runs.csv"],
+        help="CSVs of real runs in the thesis layout (platform, solution, occasion, …, metric, unit, value)",
+    )
     args = ap.parse_args()
     started = time.monotonic()
     rows = summary_coverage(SUMMARY_DESIGNS, args.trials, args.seed)
     rows += comparison_rows(args.trials, args.seed + 1)
-    rows += thesis_rows(args.thesis)
+    gate = gate_rows(args.trials, args.seed + 3)
+    rows += gate
+    for runs in args.runs:
+        rows += thesis_rows(runs, trials=max(50, args.trials // 10))
     try:
         from pvbench.stats.calibration_flags import flag_rows
     except ImportError:
@@ -74,6 +88,11 @@ def main() -> int:
                 }
             )
     print(format_table(rows))
+    print("\nBaseline occasions (+ 1 candidate occasion × 3 repetitions) to find a 20% regression:\n")
+    print("| occasions' variation | 60% of the time | 80% of the time |\n|---|---|---|")
+    for tail, reached in occasions_for_power(gate).items():
+        cells = [f"{reached[level]} occasions" if reached[level] else "more than 12" for level in (0.6, 0.8)]
+        print(f"| {tail} | {cells[0]} | {cells[1]} |")
     print(
         f"\n(α = 0.05, smallest meaningful change 5%, {args.trials} synthetic trials per row, seed {args.seed}; "
         f"measured in {time.monotonic() - started:.0f} s)"

@@ -210,12 +210,13 @@ def test_one_candidate_run_against_a_baseline_history():
     assert "the baseline's 8 occasions" in worse.method
 
 
-def test_too_few_occasions_withhold_with_the_reason():
+def test_only_what_nothing_is_known_of_is_withheld():
     two = [[1000, 1001], [1010, 1012]]
-    [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])])  # 2 + 2 occasions: 2 df
-    assert comp.verdict == WITHHELD and "too uncertain" in comp.reason
-    [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])], CompareSettings(min_df=2))
-    assert comp.verdict == WORSE and "Welch" in comp.method
+    [comp] = compare_many([({}, "higher", two, [[900, 905], [880, 890]])])  # 2 + 2 occasions: 2 df, judged
+    assert comp.verdict == WORSE and comp.df == 2 and "pooled t" in comp.method
+    # one occasion a side, no history, no other cell: nothing is known of the day-to-day variation
+    [comp] = compare_many([({}, "higher", [[1.0, 1.1]], [[2.0, 2.1]])])
+    assert comp.verdict == WITHHELD and "day-to-day variation unknown" in comp.reason
     # a withheld metric is not part of the Holm family
     comps = compare_many(
         [

@@ -17,11 +17,13 @@ import csv
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 
-from pvbench.stats.compare import BETTER, WITHHELD, WORSE, CompareSettings, compare_many
+from pvbench.stats.compare import BETTER, WITHHELD, WORSE, CompareSettings, compare_many, prior_cell
+from pvbench.stats.moderated import fit_prior
 
 LATENCY_UNITS = {"ms", "us", "µs", "usec", "msec", "ns"}
 
@@ -237,30 +239,111 @@ def comparison_rows(trials: int, seed: int = 2, settings: CompareSettings = Comp
             trials,
         )
     )
-    # the upgrade gate: one candidate run (template default: 3 repetitions) against the baseline history
-    base, cand = Design(8, 3, icc=0.5), Design(1, 3, icc=0.5)
-    null = _rates(rng, base, cand, 0.0, trials, settings, metrics=10)
-    rows.append(
-        _row(
-            "upgrade gate (10 metrics, Holm)",
-            f"baseline {base.label()}; candidate 1×3, unchanged",
-            "runs with a false alarm (any metric worse)",
-            null["any_worse"],
-            "≤ 5%",
-            trials,
+    return rows
+
+
+# ------------------------------------------------------------------ the upgrade gate, simulated
+@dataclass(frozen=True)
+class Campaign:
+    """A simulated campaign: ``classes`` storage classes × ``metrics`` metrics, each class on
+    ``baseline`` occasions before the change and one after it, ``reps`` repetitions each.
+
+    Every metric has its own total CV (log-uniform in ``cv``) and its own share of it between
+    occasions (ICC uniform in ``icc``), so cells differ in their day-to-day variance as real ones
+    do. The occasion effects of one class's metrics share a factor (correlation ``shared``): a
+    slow evening slows all of them. ``tails``: "normal", or "bad days" (the shared factor drawn
+    from Student's t on 3 df, scaled to the same variance: rare days far off for every metric)."""
+
+    baseline: int = 3
+    reps: int = 3
+    classes: int = 4
+    metrics: int = 10
+    icc: tuple[float, float] = (0.0, 0.8)
+    cv: tuple[float, float] = (0.02, 0.20)
+    shared: float = 0.6
+    tails: str = "normal"
+
+    def label(self) -> str:
+        return (
+            f"{self.baseline} baseline occasion(s) + 1, {self.reps} reps, {self.classes} classes × {self.metrics} "
+            f"metrics, ICC {self.icc[0]:g}–{self.icc[1]:g}, {self.tails}"
         )
+
+
+def simulate_campaign(rng: np.random.Generator, c: Campaign, change: float) -> list[list[tuple]]:
+    """Per class, per metric: (baseline occasions, candidate occasion), the candidate × (1 + change)."""
+    out = []
+    k = c.baseline + 1
+    for _ in range(c.classes):
+        cv = np.exp(rng.uniform(math.log(c.cv[0]), math.log(c.cv[1]), c.metrics))
+        icc = rng.uniform(c.icc[0], c.icc[1], c.metrics)
+        if c.tails == "bad days":
+            common = rng.standard_t(3, k) / math.sqrt(3)  # t3 has variance 3
+        else:
+            common = rng.normal(0, 1, k)
+        own = rng.normal(0, 1, (c.metrics, k))
+        effect = (cv * np.sqrt(icc))[:, None] * (math.sqrt(c.shared) * common[None, :] + math.sqrt(1 - c.shared) * own)
+        noise = (cv * np.sqrt(1 - icc))[:, None, None] * rng.normal(0, 1, (c.metrics, k, c.reps))
+        values = 1000.0 * np.exp(effect[:, :, None] + noise)
+        values[:, -1, :] *= 1 + change
+        out.append([(list(v[:-1]), [v[-1]]) for v in values])
+    return out
+
+
+def _gate(campaign: list[list[tuple]], settings: CompareSettings) -> list[list]:
+    """Each class's family of comparisons (candidate vs baseline), judged as the report and
+    `pvbench compare role=baseline role=candidate` judge them: one prior fitted across every
+    class's baseline (never a candidate), Holm within the class."""
+    prior = fit_prior(
+        prior_cell({(c, i): occ for i, occ in enumerate(base)}) for c, cls in enumerate(campaign) for base, _ in cls
     )
-    power = _rates(rng, base, cand, -0.20, trials, settings, metrics=10)
-    rows.append(
-        _row(
-            "upgrade gate (10 metrics, Holm)",
-            f"baseline {base.label()}; candidate 1×3, every metric −20%",
-            "metrics found worse",
-            power["worse_share"],
-            "most (> 50%)",
-            trials,
-        )
-    )
+    return [
+        compare_many([({"m": m}, "higher", base, cand) for m, (base, cand) in enumerate(cls)], settings, prior)
+        for cls in campaign
+    ]
+
+
+GATE_BASELINES = (1, 2, 3, 4, 6, 8, 12)
+
+
+def gate_rows(
+    trials: int,
+    seed: int = 3,
+    settings: CompareSettings = CompareSettings(),
+    baselines: tuple[int, ...] = GATE_BASELINES,
+    tails: tuple[str, ...] = ("normal", "bad days"),
+) -> list[dict]:
+    """The upgrade gate on simulated campaigns: families with a false verdict and the coverage of
+    the change's CI when nothing changed; the share of 20% regressions found — for 1 to 12
+    baseline occasions, normal and heavy-tailed bad days."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    sec = "upgrade gate (simulated)"
+    for tail in tails:
+        for baseline in baselines:
+            design = Campaign(baseline=baseline, tails=tail)
+            false = covered = judged = found = regressions = withheld = 0
+            for _ in range(max(1, trials // design.classes)):
+                for family in _gate(simulate_campaign(rng, design, 0.0), settings):
+                    false += any(c.verdict in (BETTER, WORSE) for c in family)
+                    for comp in family:
+                        withheld += comp.verdict == WITHHELD
+                        if not comp.reason:
+                            judged += 1
+                            covered += comp.ratio_ci_low <= 1 <= comp.ratio_ci_high
+                for family in _gate(simulate_campaign(rng, design, -0.20), settings):
+                    found += sum(c.verdict == WORSE for c in family)
+                    regressions += len(family)
+            families = max(1, trials // design.classes) * design.classes
+            label = design.label()
+            rows.append(
+                _row(sec, label, "families with a false verdict (no change)", false / families, "≤ 5%", families)
+            )
+            if judged:
+                rows.append(
+                    _row(sec, label, "CI coverage of the true ratio (no change)", covered / judged, "≥ 93%", judged)
+                )
+            rows.append(_row(sec, label, "20% regressions found (power)", found / regressions, "reported", regressions))
     return rows
 
 
@@ -281,92 +364,218 @@ def thesis_cells(path: Path) -> dict[tuple[str, str], dict]:
     return cells
 
 
-def thesis_rows(path: Path, settings: CompareSettings = CompareSettings()) -> list[dict]:
-    """Replays on the thesis's Azure runs (4 classes × 10 tests × 4 occasions × 5 repetitions).
+def _by_class(cells: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for sc, metric in sorted(cells):
+        out[sc].append(metric)
+    return out
 
-    * occasion i against occasion j of the same, unchanged system, one metric at a time: the
-      other occasions of the cell are the history (as the report's run-against-run uses them);
-    * each occasion in turn as the candidate run against the other three as the baseline, as
-      measured (false alarms) and with the candidate made 20% worse (what the gate finds).
-    """
-    from dataclasses import replace
 
+def upgrade_replay(cells: dict, settings: CompareSettings = CompareSettings()) -> dict[str, float]:
+    """Each occasion of each class in turn as the candidate against the class's other occasions,
+    as measured (every better/worse verdict is false) and made 20% worse (what the gate finds).
+    The prior is fitted across every class's cells — the candidate's class on its baseline only —
+    and each class is one Holm family, as in the report."""
+    classes = _by_class(cells)
+    false = families_false = found = n = families = 0
+    for sc, metrics in classes.items():
+        for candidate in sorted(cells[(sc, metrics[0])]["occasions"]):
+
+            def known(cls, metric):
+                return {
+                    (cls, o): v for o, v in cells[(cls, metric)]["occasions"].items() if cls != sc or o != candidate
+                }
+
+            prior = fit_prior(prior_cell(known(cls, m)) for cls, ms in classes.items() for m in ms)
+            for factor in (None, 0.2):
+                groups = []
+                for m in metrics:
+                    cand = cells[(sc, m)]["occasions"][candidate]
+                    if factor:
+                        cand = [
+                            v * (1 - factor if cells[(sc, m)]["better"] == "higher" else 1 / (1 - factor)) for v in cand
+                        ]
+                    groups.append(({"m": m}, cells[(sc, m)]["better"], list(known(sc, m).values()), [cand]))
+                comps = compare_many(groups, settings, prior)
+                if factor is None:
+                    verdicts = sum(c.verdict in (BETTER, WORSE) for c in comps)
+                    false += verdicts
+                    families_false += verdicts > 0
+                    families += 1
+                    n += len(comps)
+                else:
+                    found += sum(c.verdict == WORSE for c in comps)
+    return {
+        "false": false / n,
+        "families_false": families_false / families,
+        "found": found / n,
+        "n": n,
+        "families": families,
+    }
+
+
+def _draw(rng: np.random.Generator, cells: dict, sc: str, metrics: list[str], k: int, reps: int) -> dict:
+    """k of a class's occasions at random and ``reps`` of each one's runs at random, the same
+    occasions and runs for every metric of the class (one run measures all of them)."""
+    occasions = cells[(sc, metrics[0])]["occasions"]
+    chosen = rng.choice(sorted(occasions), size=k, replace=False)
+    runs = {o: rng.choice(len(occasions[o]), size=reps, replace=False) for o in chosen}
+    return {(sc, m): {(sc, o): [cells[(sc, m)]["occasions"][o][r] for r in runs[o]] for o in chosen} for m in metrics}
+
+
+def class_replay(
+    cells: dict, trials: int, seed: int = 4, settings: CompareSettings = CompareSettings(), k: int = 2, reps: int = 3
+) -> dict[str, float]:
+    """Class against class with ``k`` occasions × ``reps`` repetitions a side, drawn from the
+    thesis's runs, as the report compares classes (a prior over every class's cells, Holm over the
+    metrics of a pair):
+
+    * an unchanged class split in two (2 + 2 of its 4 occasions): every verdict is false;
+    * two different classes: a difference counts as found when the verdict's direction is the
+      one of the classes' means over all 20 runs, by size of that difference (≥ 2×, 1.25–2×)."""
+    rng = np.random.default_rng(seed)
+    classes = _by_class(cells)
+    names = sorted(classes)
+    truth = {key: float(np.mean([v for vs in cell["occasions"].values() for v in vs])) for key, cell in cells.items()}
+    counts: dict[str, float] = defaultdict(float)
+    for _ in range(trials):
+        # the null: one class's occasions split in two; every other class drawn as a campaign has it
+        split = names[rng.integers(len(names))]
+        drawn = {}
+        for sc in names:
+            drawn.update(_draw(rng, cells, sc, classes[sc], 2 * k if sc == split else k, reps))
+        halves = {}
+        for m in classes[split]:
+            keys = sorted(drawn[(split, m)])  # the same occasions for every metric of the class
+            halves[m] = ({o: drawn[(split, m)][o] for o in keys[:k]}, {o: drawn[(split, m)][o] for o in keys[k:]})
+        prior = fit_prior(
+            [prior_cell(drawn[key]) for key in drawn if key[0] != split]
+            + [prior_cell(half) for m in classes[split] for half in halves[m]]
+        )
+        comps = compare_many(
+            [
+                ({"m": m}, cells[(split, m)]["better"], list(a.values()), list(b.values()))
+                for m, (a, b) in halves.items()
+            ],
+            settings,
+            prior,
+        )
+        counts["null_families"] += 1
+        counts["null_false_families"] += any(c.verdict in (BETTER, WORSE) for c in comps)
+        counts["null_metrics"] += len(comps)
+        counts["null_false"] += sum(c.verdict in (BETTER, WORSE) for c in comps)
+        # different classes: every pair, judged as the report's class comparisons
+        prior = fit_prior(prior_cell(v) for key, v in drawn.items() if key[0] != split)
+        for a, b in combinations([sc for sc in names if sc != split], 2):
+            common = sorted(set(classes[a]) & set(classes[b]))
+            comps = compare_many(
+                [
+                    ({"m": m}, cells[(a, m)]["better"], list(drawn[(a, m)].values()), list(drawn[(b, m)].values()))
+                    for m in common
+                ],
+                settings,
+                prior,
+            )
+            for m, comp in zip(common, comps):
+                ratio = truth[(b, m)] / truth[(a, m)]
+                size = max(ratio, 1 / ratio)
+                band = "2x" if size >= 2 else "1.25x" if size >= 1.25 else None
+                if band is None:
+                    continue
+                improvement = ratio > 1 if cells[(a, m)]["better"] == "higher" else ratio < 1
+                counts[f"{band}_n"] += 1
+                counts[f"{band}_found"] += comp.verdict == (BETTER if improvement else WORSE)
+    return {
+        "false_families": counts["null_false_families"] / counts["null_families"],
+        "false": counts["null_false"] / counts["null_metrics"],
+        "families": counts["null_families"],
+        "found_2x": counts["2x_found"] / max(1, counts["2x_n"]),
+        "n_2x": counts["2x_n"],
+        "found_125x": counts["1.25x_found"] / max(1, counts["1.25x_n"]),
+        "n_125x": counts["1.25x_n"],
+    }
+
+
+def thesis_rows(path: Path, settings: CompareSettings = CompareSettings(), trials: int = 200) -> list[dict]:
+    """The replays on a thesis-style CSV of real runs (the Azure runs ship in examples/)."""
     cells = thesis_cells(path)
-    loose = replace(settings, min_df=2)
-    held_loose = 0
-    pairs = held = held_worse = pair_withheld = held_withheld = 0
-    pair_verdicts = held_verdicts = 0
-    for (_sc, _metric), cell in sorted(cells.items()):
-        occ = sorted(cell["occasions"])
-        better = cell["better"]
-        for i, a in enumerate(occ):
-            for b in occ[i + 1 :]:
-                past = [cell["occasions"][o] for o in occ if o not in (a, b)]
-                [comp] = compare_many([({}, better, [cell["occasions"][a]], [cell["occasions"][b]], past)], settings)
-                pairs += 1
-                pair_verdicts += comp.verdict in (BETTER, WORSE)
-                pair_withheld += comp.verdict == WITHHELD
-        for c in occ:
-            base = [cell["occasions"][o] for o in occ if o != c]
-            cand = cell["occasions"][c]
-            worse = [v * (0.8 if better == "higher" else 1.25) for v in cand]
-            [same, regressed] = [compare_many([({}, better, base, [side])], settings)[0] for side in (cand, worse)]
-            held += 1
-            held_verdicts += same.verdict in (BETTER, WORSE)
-            held_worse += regressed.verdict == WORSE
-            held_withheld += same.verdict == WITHHELD
-            held_loose += compare_many([({}, better, base, [cand])], loose)[0].verdict in (BETTER, WORSE)
-    sec = "thesis runs (Azure)"
+    sec = f"real runs ({path.name})"
+    up = upgrade_replay(cells, settings)
+    cls = class_replay(cells, trials, settings=settings)
     return [
         _row(
             sec,
-            f"occasion vs occasion of the same system ({pairs} pairs)",
-            "better/worse verdict",
-            pair_verdicts / pairs,
-            "≤ 5% (was 20% treating repetitions as independent)",
-            pairs,
-        ),
-        _row(
-            sec,
-            f"occasion vs occasion of the same system ({pairs} pairs)",
-            "verdict withheld",
-            pair_withheld / pairs,
-            "reported",
-            pairs,
-        ),
-        _row(
-            sec,
-            f"one occasion vs the other three, as measured ({held})",
-            "better/worse verdict",
-            held_verdicts / held,
+            f"upgrade: each occasion vs the other 3, as measured ({up['n']} metrics)",
+            "better/worse verdict (false)",
+            up["false"],
             "≤ 5%",
-            held,
+            up["n"],
         ),
         _row(
             sec,
-            f"one occasion vs the other three, as measured ({held})",
-            "verdict withheld",
-            held_withheld / held,
+            f"upgrade: each occasion vs the other 3, as measured ({up['families']} families)",
+            "families with a false verdict",
+            up["families_false"],
             "reported",
-            held,
+            up["families"],
         ),
         _row(
             sec,
-            f"one occasion vs the other three, judged from 2 degrees of freedom ({held})",
-            "better/worse verdict (why 3 are needed)",
-            held_loose / held,
-            "none: above 5%",
-            held,
-        ),
-        _row(
-            sec,
-            f"one occasion made 20% worse vs the other three ({held})",
+            f"upgrade: one occasion made 20% worse vs the other 3 ({up['n']} metrics)",
             "called worse",
-            held_worse / held,
+            up["found"],
+            "≥ 40%",
+            up["n"],
+        ),
+        _row(
+            sec,
+            f"class vs class, {2}×3 a side: an unchanged class split in two",
+            "better/worse verdict (false)",
+            cls["false"],
+            "≤ 5%",
+            int(cls["families"]),
+        ),
+        _row(
+            sec,
+            f"class vs class, {2}×3 a side: an unchanged class split in two",
+            "families with a false verdict",
+            cls["false_families"],
             "reported",
-            held,
+            int(cls["families"]),
+        ),
+        _row(
+            sec,
+            "class vs class, 2×3 a side: differences ≥ 2×",
+            "found, in the right direction",
+            cls["found_2x"],
+            "≥ 95%",
+            int(cls["n_2x"]),
+        ),
+        _row(
+            sec,
+            "class vs class, 2×3 a side: differences 1.25–2×",
+            "found, in the right direction",
+            cls["found_125x"],
+            "reported",
+            int(cls["n_125x"]),
         ),
     ]
+
+
+def occasions_for_power(rows: list[dict], levels: tuple[float, ...] = (0.6, 0.8)) -> dict[str, dict[float, int | None]]:
+    """From gate_rows: the fewest baseline occasions whose power for a 20% regression reaches each
+    level, per kind of tails (None: not within the designs measured)."""
+    out: dict[str, dict[float, int | None]] = {}
+    for r in rows:
+        if r["section"] != "upgrade gate (simulated)" or "power" not in r["measure"]:
+            continue
+        tail = r["case"].rsplit(", ", 1)[1]
+        baseline = int(r["case"].split(" ", 1)[0])
+        reached = out.setdefault(tail, dict.fromkeys(levels))
+        for level in levels:
+            if r["value"] >= level and (reached[level] is None or baseline < reached[level]):
+                reached[level] = baseline
+    return out
 
 
 def format_table(rows: list[dict]) -> str:

@@ -45,6 +45,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from pvbench.stats.moderated import NO_PRIOR, Prior, fit_prior
+
 BETTER = "better"
 WORSE = "worse"
 SAME = "no meaningful difference"
@@ -61,10 +63,6 @@ class CompareSettings:
     min_change: float = 0.05
     """Smallest meaningful change, relative to the baseline (0.05 = 5%)."""
     confidence: float = 0.95
-    min_df: int = 3
-    """Degrees of freedom of the day-to-day variation needed before judging (3: at least 4
-    occasions, or 2 + 3, …). With fewer, its estimate is too rough: replayed on the thesis's
-    runs, 3 occasions of history gave 7.5% false verdicts at a nominal 5%."""
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1:
@@ -73,8 +71,6 @@ class CompareSettings:
             raise ValueError(f"the smallest meaningful change cannot be negative ({self.min_change})")
         if not 0 < self.confidence < 1:
             raise ValueError(f"confidence must be between 0 and 1, not {self.confidence}")
-        if self.min_df < 1:
-            raise ValueError(f"min_df must be at least 1, not {self.min_df}")
 
 
 @dataclass
@@ -308,6 +304,34 @@ def occasion_means(occasions: list[np.ndarray] | OccasionArrays) -> np.ndarray:
     return np.add.reduceat(pooled(occasions), starts) / sizes
 
 
+def within_occasion(occasions: list[np.ndarray] | OccasionArrays, log: bool) -> np.ndarray:
+    """Each occasion's repetition noise as the variance of its mean (sd²/n, of the log values when
+    ``log``); nan where an occasion has a single value. The floor of the day-to-day variance: an
+    occasion mean varies at least by this much, whatever the other cells say."""
+    if isinstance(occasions, OccasionArrays):
+        sizes, values = occasions.sizes, occasions.values
+    else:
+        sizes = np.fromiter(map(len, occasions), dtype=np.int64, count=len(occasions))
+        values = pooled(occasions) if len(occasions) else np.zeros(0)
+    if not len(sizes):
+        return np.zeros(0)
+    if log:
+        values = np.log(values)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    total = np.add.reduceat(values, starts)
+    squares = np.add.reduceat(values * values, starts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ss = np.maximum(squares - total * total / sizes, 0.0)
+        return np.where(sizes > 1, ss / (sizes - 1) / sizes, np.nan)
+
+
+def _floor(parts: Sequence[np.ndarray]) -> float:
+    """The mean repetition noise of an occasion mean over the occasions that show it (0: none)."""
+    values = np.concatenate(parts) if parts else np.zeros(0)
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if len(values) else 0.0
+
+
 def _sum_sq(y: np.ndarray) -> float:
     return float(((y - y.mean()) ** 2).sum()) if len(y) > 1 else 0.0
 
@@ -321,33 +345,29 @@ class _Estimate:
     reason: str = ""
 
 
-def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: str, min_df: int) -> _Estimate:
-    """The change d = mean(yc) − mean(yb) and its standard error from the day-to-day variation."""
+def _estimate(
+    yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: str, prior: Prior, floor: float
+) -> _Estimate:
+    """The change d = mean(yc) − mean(yb) and its standard error from the day-to-day variation:
+    pooled over the occasions of both sides and of the history (each group around its own mean),
+    moderated by the prior (pvbench.stats.moderated), never below ``floor`` (the repetitions'
+    noise of an occasion mean)."""
     kb, kc = len(yb), len(yc)
     d = float(yc.mean() - yb.mean())
-    if kb >= 2 and kc >= 2 and kb + kc - 2 >= min_df:  # each side knows its own day-to-day variation: Welch
-        vb, vc = yb.var(ddof=1) / kb, yc.var(ddof=1) / kc
-        se = math.sqrt(vb + vc)
-        if se == 0:
-            return _Estimate(d, 0.0, kb + kc - 2, f"Welch t on {what} ({kb} vs {kc} occasions)")
-        df = (vb + vc) ** 2 / ((vb**2 / (kb - 1) if vb else 0) + (vc**2 / (kc - 1) if vc else 0))
-        return _Estimate(d, se, float(df), f"Welch t on {what} ({kb} vs {kc} occasions)")
-    # one side (or both) on a single occasion: pool the variation the other side and the history know
     groups = [y for y in (yb, yc) if len(y) >= 2] + [h for h in history if len(h) >= 2]
-    df = sum(len(g) - 1 for g in groups)
-    if df < min_df:
+    own = sum(len(g) - 1 for g in groups)
+    s2, df = prior.squeeze(sum(_sum_sq(g) for g in groups) / own if own else math.nan, own)
+    if df <= 0:
         others = sum(len(h) for h in history)
-        state = "unknown" if df == 0 else f"too uncertain ({df} degree(s) of freedom, {min_df} needed)"
         return _Estimate(
             d,
             math.nan,
-            df,
+            0,
             "not judged",
-            f"{kb} vs {kc} occasion(s), {others} other occasion(s) of this class: day-to-day variation "
-            f"{state} — run on more occasions, or against a baseline history of {min_df + 1}+ occasions",
+            f"{kb} vs {kc} occasion(s), {others} other occasion(s) of this class and no other cells to learn "
+            "from: day-to-day variation unknown — run on more occasions, or against a baseline history",
         )
-    s2 = sum(_sum_sq(g) for g in groups) / df
-    se = math.sqrt(s2 * (1 / kb + 1 / kc))
+    se = math.sqrt(max(s2, floor) * (1 / kb + 1 / kc))
     sources = []
     if kb >= 2:
         sources.append(f"the baseline's {kb} occasions")
@@ -356,11 +376,14 @@ def _estimate(yb: np.ndarray, yc: np.ndarray, history: list[np.ndarray], what: s
     hist = sum(len(h) for h in history if len(h) >= 2)
     if hist:
         sources.append(f"{hist} other occasions of this class")
+    if prior.known:
+        sources.append(f"a {prior.describe()}")
     return _Estimate(
         d,
         se,
         float(df),
-        f"pooled t on {what} ({kb} vs {kc} occasions; day-to-day variation from {' and '.join(sources)})",
+        f"{'moderated ' if prior.known else ''}pooled t on {what} ({kb} vs {kc} occasions; "
+        f"day-to-day variation from {', '.join(sources)})",
     )
 
 
@@ -386,13 +409,15 @@ def compare_samples(
     settings: CompareSettings = CompareSettings(),
     key: dict[str, object] | None = None,
     history: Occasions | Sequence[Occasions] = (),
+    prior: Prior = NO_PRIOR,
 ) -> Comparison:
     """Compare two sides of one metric (no multiple-testing correction: see compare_many).
 
     Each side is a list of occasions, each a list of repetition values; a flat list of numbers
     means independent values. ``history`` (optional): earlier occasions of the same class and
     metric that belong to neither side — one list of occasions (a group with its own mean), or a
-    list of such groups — used only when a side has a single occasion.
+    list of such groups — used only when a side has a single occasion. ``prior``: the day-to-day
+    variance of cells like this one (pvbench.stats.moderated; compare_many fits it).
     """
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', not {better!r}")
@@ -406,15 +431,17 @@ def compare_samples(
     mb, mc = occasion_means(ob), occasion_means(oc)
     mh = [occasion_means(g) for g in groups]
     positive = bool((mb > 0).all() and (mc > 0).all() and all((h > 0).all() for h in mh))
+    floor = _floor([within_occasion(o, positive) for o in (ob, oc, *groups)])
     if positive:
-        est = _estimate(np.log(mb), np.log(mc), [np.log(h) for h in mh], "log occasion means", settings.min_df)
+        est = _estimate(np.log(mb), np.log(mc), [np.log(h) for h in mh], "log occasion means", prior, floor)
         p, lo, hi = _t_p_ci(est, settings.confidence)
         ratio, ratio_lo, ratio_hi = math.exp(est.d), math.exp(lo), math.exp(hi)
         # the difference in the metric's unit, from the same estimate
         base = float(np.exp(np.log(mb).mean()))
         diff, diff_lo, diff_hi = base * (ratio - 1), base * (ratio_lo - 1), base * (ratio_hi - 1)
     else:  # a ratio to zero means nothing; the same test on the occasion means, difference only
-        est = _estimate(mb, mc, mh, "occasion means", settings.min_df)
+        # the prior is of log-scale variances: it says nothing of these
+        est = _estimate(mb, mc, mh, "occasion means", NO_PRIOR, floor)
         p, diff_lo, diff_hi = _t_p_ci(est, settings.confidence)
         diff = est.d
         ratio = ratio_lo = ratio_hi = math.nan
@@ -493,12 +520,42 @@ def decide(comparisons: list[Comparison], settings: CompareSettings = CompareSet
     return comparisons
 
 
-def compare_many(groups: list[tuple], settings: CompareSettings = CompareSettings()) -> list[Comparison]:
-    """Compare every (key, better, baseline, candidate[, history]) and Holm-correct them together."""
+def compare_many(
+    groups: list[tuple], settings: CompareSettings = CompareSettings(), prior: Prior | None = None
+) -> list[Comparison]:
+    """Compare every (key, better, baseline, candidate[, history]) and Holm-correct them together.
+    ``prior``: the day-to-day variance of cells like these; None fits it across this family, from
+    each comparison's baseline and history (never a candidate: only what was known before it)."""
+    if prior is None:
+        prior = fit_prior(
+            prior_cell(baseline, *_history_groups(history[0] if history else ()))
+            for _key, _better, baseline, _candidate, *history in groups
+        )
     out = []
     for key, better, baseline, candidate, *history in groups:
-        out.append(compare_samples(baseline, candidate, better, settings, key, history[0] if history else ()))
+        out.append(compare_samples(baseline, candidate, better, settings, key, history[0] if history else (), prior))
     return decide(out, settings)
+
+
+def prior_cell(*groups) -> list[dict]:
+    """One cell's groups of log occasion means for fit_prior, each group a mapping (run, occasion)
+    → values, an OccasionArrays, or a list of occasions (keyed then by group and place). Empty when
+    a mean is not positive: the prior is of log-scale variances and does not apply."""
+    out = []
+    for g, group in enumerate(groups):
+        if isinstance(group, dict):
+            keys, group = list(group), [np.asarray(v, dtype=float) for v in group.values()]
+        elif isinstance(group, OccasionArrays):
+            keys = list(group)
+        else:
+            group = as_occasions(group)
+            keys = [(g, i) for i in range(len(group))]
+        means = occasion_means(group)
+        if (means <= 0).any():
+            return []
+        if len(means):
+            out.append(dict(zip(keys, np.log(means).tolist())))
+    return out
 
 
 def describe(comp: Comparison) -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Callable
 
-from pvbench.stats.compare import CompareSettings, Comparison, OccasionArrays, compare_many
+from pvbench.stats.compare import CompareSettings, Comparison, OccasionArrays, compare_many, prior_cell
+from pvbench.stats.moderated import Prior, fit_prior
 from pvbench.store.layout import slug
 
 SIDE_FIELDS = ("campaign", "run", "storage_class", "occasion", "role")
@@ -166,13 +167,18 @@ def compare_groups(
     min_n: int = 2,
     history_rows: list[dict] | None = None,
     grouping: Callable[[list[dict], tuple[str, ...]], dict[tuple, dict]] = group_values,
+    prior: Prior | None = None,
 ) -> SideComparison:
     """Compare metric by metric. ``history_rows``: other results of the same classes (neither
     side's occasions), which tell how much occasions differ when a side has only one.
     ``grouping``: group_values, or one that takes sides grouped already, as group_values groups
-    them (the report's comparisons: pvbench.stats.tables groups each cell's occasions once)."""
+    them (the report's comparisons: pvbench.stats.tables groups each cell's occasions once).
+    ``prior``: the day-to-day variance of cells like these (pvbench.stats.moderated); None fits
+    it on these sides' cells (prior_cells)."""
     base, cand = grouping(base_rows, keys), grouping(cand_rows, keys)
     history = grouping(history_rows or [], keys) if "storage_class" in keys else {}
+    if prior is None:
+        prior = fit_prior(prior_cells(base, cand, history, "storage_class" in keys).values())
     todo, runs, too_few = [], [], []
     for key in sorted(set(base) & set(cand), key=lambda k: tuple(str(x) for x in k)):
         b, c = base[key], cand[key]
@@ -187,7 +193,7 @@ def compare_groups(
             candidate_storage_class=c["storage_class"],
         )
         sides = set(b["occasions"]) | set(c["occasions"])
-        past = _others(history[key]["occasions"], sides) if key in history else []
+        past = _side(_others(history[key]["occasions"], sides)) if key in history else []
         todo.append((label, b["better"], _side(b["occasions"]), _side(c["occasions"]), past))
         runs.append(
             {
@@ -195,7 +201,7 @@ def compare_groups(
                 "runs_candidate": len({run for run, _ in c["occasions"]}),
             }
         )
-    comps = compare_many(todo, settings) if todo else []
+    comps = compare_many(todo, settings, prior) if todo else []
     for comp, counts in zip(comps, runs):
         comp.extra.update(counts)
     return SideComparison(
@@ -206,6 +212,26 @@ def compare_groups(
         only_candidate=sorted(set(cand) - set(base), key=str),
         too_few=too_few,
     )
+
+
+def prior_cells(base: dict, cand: dict, history: dict, same_class: bool) -> dict[tuple, list[dict]]:
+    """The cells a prior for these sides is fitted on, by (storage class, key): when each class is
+    compared with itself (an upgrade, a run against the one before), each class's baseline and
+    history occasions (never the candidate's: only what was known before it); when two classes
+    are compared, each side's occasions, a cell of its class."""
+    cells: dict[tuple, list[dict]] = {}
+    if same_class:
+        for key, b in base.items():
+            past = history.get(key)
+            if past is not None:
+                sides = set(b["occasions"]) | (set(cand[key]["occasions"]) if key in cand else set())
+                past = _others(past["occasions"], sides)
+            cells[key] = prior_cell(b["occasions"], *([past] if past is not None else []))
+    else:
+        for groups in (base, cand):
+            for key, g in groups.items():
+                cells.setdefault((g["storage_class"], *key), prior_cell(g["occasions"]))
+    return cells
 
 
 # A group's occasions: the mapping (run, occasion) → values of group_values, or the report's
@@ -219,7 +245,7 @@ def _side(occasions):
 
 
 def _others(occasions, keys: set):
-    """The occasions whose (run, occasion) is not in ``keys``."""
+    """The occasions whose (run, occasion) is not in ``keys``, keyed as they are."""
     if isinstance(occasions, OccasionArrays):
         return occasions.without(keys)
-    return [values for occasion, values in occasions.items() if occasion not in keys]
+    return {occasion: values for occasion, values in occasions.items() if occasion not in keys}

@@ -33,7 +33,8 @@ import numpy as np
 from pvbench.analytics.runner import Overlapped, analytics_dir
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.compare import CompareSettings, OccasionArrays, describe
-from pvbench.stats.sides import Side, compare_groups
+from pvbench.stats.moderated import fit_prior
+from pvbench.stats.sides import Side, compare_groups, prior_cells
 
 COLUMNS = [
     ("kind", "varchar"),
@@ -316,7 +317,14 @@ def comparison_families(cells: list[Cell]):
 def report_comparison_rows(cells: list[Cell], settings: CompareSettings) -> list[dict]:
     out = []
     keys = ("profile", "workload", "direction", "metric")
-    for kind, campaign, base_label, cand_label, sc, base, cand, history in comparison_families(cells):
+    families = list(comparison_families(cells))
+    # one prior per campaign and kind of comparison, fitted across every class's cells of that
+    # kind (an upgrade's prior never holds a candidate: sides.prior_cells)
+    found: dict[tuple[str, str], dict[tuple, list[dict]]] = defaultdict(dict)
+    for kind, campaign, _b, _c, sc, base, cand, history in families:
+        found[(kind, campaign)].update(prior_cells(base, cand, history, sc is not None))
+    priors = {family: fit_prior(found_cells.values()) for family, found_cells in found.items()}
+    for kind, campaign, base_label, cand_label, sc, base, cand, history in families:
         result = compare_groups(
             base,
             cand,
@@ -326,6 +334,7 @@ def report_comparison_rows(cells: list[Cell], settings: CompareSettings) -> list
             Side(campaign),
             history_rows=history,
             grouping=_already_grouped,
+            prior=priors[(kind, campaign)],
         )
         for comp in result.comparisons:
             row = comp.as_row()
