@@ -61,6 +61,8 @@ def main() -> int:
     rows += comparison_rows(args.trials, args.seed + 1)
     gate = gate_rows(args.trials, args.seed + 3)
     rows += gate
+    # how long a history users need: the same gate where every metric is steadier (CV 2–10%)
+    gate += gate_rows(args.trials // 4, args.seed + 5, tails=("normal",), cv=(0.02, 0.10))
     for runs in args.runs:
         rows += thesis_rows(runs, trials=max(50, args.trials // 10))
     try:
@@ -89,7 +91,7 @@ def main() -> int:
             )
     print(format_table(rows))
     print("\nBaseline occasions (+ 1 candidate occasion × 3 repetitions) to find a 20% regression:\n")
-    print("| occasions' variation | 60% of the time | 80% of the time |\n|---|---|---|")
+    print("| metrics' CV, day-to-day variation | 60% of the time | 80% of the time |\n|---|---|---|")
     for tail, reached in occasions_for_power(gate).items():
         cells = [f"{reached[level]} occasions" if reached[level] else "more than 12" for level in (0.6, 0.8)]
         print(f"| {tail} | {cells[0]} | {cells[1]} |")

@@ -700,6 +700,28 @@ export function verdictBanners(rows) {
 	});
 }
 
+/** Which class is faster: one banner per campaign and pair of classes (report_comparisons of kind
+ * storage_class), counting the judged headline metrics each class is better in. */
+export function classBanners(rows) {
+	const rs = asRows(rows).filter((r) => r.kind === 'storage_class');
+	return panels(rs, ['campaign', 'baseline', 'candidate']).map((p) => {
+		const mine = rowsOf(rs, p, ['campaign', 'baseline', 'candidate']);
+		const judged = mine.filter((r) => r.verdict !== 'withheld');
+		const cand = judged.filter((r) => r.verdict === 'better').length;
+		const base = judged.filter((r) => r.verdict === 'worse').length;
+		const of = `of ${judged.length} judged headline metrics`;
+		let headline;
+		if (!judged.length) headline = `${p.baseline} or ${p.candidate} (${p.campaign}): no verdict yet — ${mine[0]?.reason ?? 'too few occasions'}`;
+		else if (cand && !base) headline = `${p.candidate} is faster than ${p.baseline} (${p.campaign}): better in ${cand} ${of}, worse in none`;
+		else if (base && !cand) headline = `${p.baseline} is faster than ${p.candidate} (${p.campaign}): better in ${base} ${of}, worse in none`;
+		else if (cand || base) headline = `${p.candidate} against ${p.baseline} (${p.campaign}): ${p.candidate} better in ${cand}, ${p.baseline} better in ${base} ${of}`;
+		else headline = `${p.candidate} against ${p.baseline} (${p.campaign}): no meaningful difference in ${judged.length} judged headline metrics`;
+		const occasions = `${p.baseline}: ${p.occasions_baseline} occasion(s); ${p.candidate}: ${p.occasions_candidate} occasion(s)`;
+		return { campaign: p.campaign, status: judged.length ? 'info' : 'warning', headline, occasions,
+			confidence: `${Math.round(100 * Number(p.confidence ?? 0.95))}% CIs, Holm at α = ${p.alpha}, smallest meaningful change ${pct(p.min_change)}` + (judged.length < mine.length ? `; ${mine.length - judged.length} withheld` : '') };
+	});
+}
+
 /** Multi-client scaling (report_scaling): one panel per workload family and direction. */
 export function scalingPanels(rows) {
 	const out = [];

@@ -136,6 +136,34 @@ def test_report_comparisons_find_the_upgrade_regression_by_role_and_by_run(tmp_p
     assert history == 4 and "4 other occasions" in method
 
 
+def test_the_report_and_pvbench_compare_judge_alike(tmp_path):
+    """The report's run-against-run comparisons and `pvbench compare` of the same two runs stand on
+    the same code: the same moderated variance (one prior over every class's baseline and earlier
+    nights), so the same change, interval, degrees of freedom and p-value, metric by metric."""
+    import json
+
+    _upgrade_store(tmp_path, 0.2)
+    con = build_tables(open_store(str(tmp_path)), "syn")
+    report = {
+        (sc, wl): (r, lo, hi, df, p)
+        for sc, wl, r, lo, hi, df, p in con.execute(
+            "select storage_class, workload, ratio, ratio_ci_low, ratio_ci_high, df, p_value "
+            "from report_comparisons where kind = 'run'"
+        ).fetchall()
+    }
+    proc = pvbench(
+        "compare", "run=b5", "run=after", "--store", tmp_path, "--campaign", "syn", "--json", "--fail-on", "never"
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == len(report) == 4
+    for row in rows:
+        want = report[(row["storage_class"], row["workload"])]
+        got = (row["ratio"], row["ratio_ci_low"], row["ratio_ci_high"], row["df"], row["p_value"])
+        assert got == pytest.approx(want, rel=1e-9), row
+        assert "moderated" in row["method"]
+
+
 def test_report_comparisons_withhold_without_history(tmp_path):
     # the same, but only b5 and 'after': one occasion each and nothing else to say how nights differ
     _upgrade_store(tmp_path, 0.2)

@@ -266,7 +266,7 @@ class Campaign:
     def label(self) -> str:
         return (
             f"{self.baseline} baseline occasion(s) + 1, {self.reps} reps, {self.classes} classes × {self.metrics} "
-            f"metrics, ICC {self.icc[0]:g}–{self.icc[1]:g}, {self.tails}"
+            f"metrics, ICC {self.icc[0]:g}–{self.icc[1]:g}, CV {self.cv[0]:.0%}–{self.cv[1]:.0%}, {self.tails}"
         )
 
 
@@ -312,6 +312,7 @@ def gate_rows(
     settings: CompareSettings = CompareSettings(),
     baselines: tuple[int, ...] = GATE_BASELINES,
     tails: tuple[str, ...] = ("normal", "bad days"),
+    cv: tuple[float, float] = Campaign.cv,
 ) -> list[dict]:
     """The upgrade gate on simulated campaigns: families with a false verdict and the coverage of
     the change's CI when nothing changed; the share of 20% regressions found — for 1 to 12
@@ -321,7 +322,7 @@ def gate_rows(
     sec = "upgrade gate (simulated)"
     for tail in tails:
         for baseline in baselines:
-            design = Campaign(baseline=baseline, tails=tail)
+            design = Campaign(baseline=baseline, tails=tail, cv=cv)
             false = covered = judged = found = regressions = withheld = 0
             for _ in range(max(1, trials // design.classes)):
                 for family in _gate(simulate_campaign(rng, design, 0.0), settings):
@@ -564,12 +565,12 @@ def thesis_rows(path: Path, settings: CompareSettings = CompareSettings(), trial
 
 def occasions_for_power(rows: list[dict], levels: tuple[float, ...] = (0.6, 0.8)) -> dict[str, dict[float, int | None]]:
     """From gate_rows: the fewest baseline occasions whose power for a 20% regression reaches each
-    level, per kind of tails (None: not within the designs measured)."""
+    level, per design (CV range and tails; None: not within the designs measured)."""
     out: dict[str, dict[float, int | None]] = {}
     for r in rows:
         if r["section"] != "upgrade gate (simulated)" or "power" not in r["measure"]:
             continue
-        tail = r["case"].rsplit(", ", 1)[1]
+        tail = ", ".join(r["case"].split(", ")[-2:])
         baseline = int(r["case"].split(" ", 1)[0])
         reached = out.setdefault(tail, dict.fromkeys(levels))
         for level in levels:
