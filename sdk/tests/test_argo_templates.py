@@ -355,7 +355,7 @@ def test_every_step_container_has_requests_and_limits():
         assert {"cpu", "memory"} <= set(res.get("requests", {})), name
         assert "memory" in res.get("limits", {}), name
         # The fio cell alone has no CPU limit, on purpose: CFS throttling would show as latency
-        # outliers that measure the limit, not the storage (workflows/benchmark.py, CELL).
+        # outliers that measure the limit, not the storage (workflows/_benchmark/common.py, CELL).
         assert ("cpu" in res["limits"]) == (name not in FIO_PODS), name
     # The cleanup step is Argo's own container: its resources come in by podSpecPatch.
     patch = json.loads(tpl["cleanup"]["podSpecPatch"])

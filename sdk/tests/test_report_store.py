@@ -471,7 +471,11 @@ def test_chart_report_configmap_and_notes(tmp_path):
     ]
     assert cm["data"] == {"store": "s3://bench-results", "url": ""}
     notes = chart_notes(tmp_path=tmp_path)
-    assert "pvbench report serve s3://pvbench/analytics/campaign=<campaign>/run=<run>/report/" in notes
+    # the key the report step really writes (the store layout's, for a campaign: run=all)
+    from pvbench.store.layout import report_prefix
+
+    where = report_prefix("campaign-x").replace("campaign-x", "<campaign>")
+    assert f"pvbench report serve s3://pvbench/{where}/" in notes and "run=<run>/report" not in notes
     assert "links:" not in notes and "set report.url" in notes
 
     [cm] = [

@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import runpy
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +37,24 @@ def find_root(start: Path | None = None) -> Path:
     raise FileNotFoundError("no workflows/ and templates/ found above the current directory; pass --root")
 
 
+def load_parts(folder: Path) -> None:
+    """The workflows' own parts: each ``workflows/_<name>/`` package, imported by path as
+    ``_<name>`` (a workflow module imports ``from _benchmark import …``). Loaded afresh for each
+    render, so a second checkout rendered by the same process uses its own parts, and without
+    adding workflows/ to sys.path."""
+    for package in sorted(p for p in folder.glob("_*/__init__.py")):
+        name = package.parent.name
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+        spec = importlib.util.spec_from_file_location(name, package, submodule_search_locations=[str(package.parent)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
 def render_module(path: Path) -> str:
     """The YAML text one workflows/*.py renders to."""
+    load_parts(path.parent)
     namespace = runpy.run_path(str(path), run_name=f"pvbench_workflows_{path.stem}")
     manifests = namespace.get("MANIFESTS")
     if not manifests:

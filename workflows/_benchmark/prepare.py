@@ -1,0 +1,65 @@
+"""The steps before the cells: validate the run's parameters, expand them into the cells."""
+
+from hera.workflows import ConfigMapEnv, Container, Parameter
+from hera.workflows import models as m
+
+from pvbench.argo import conventions as c
+from pvbench.cells.matrix import FAN_OUTS
+
+from .common import MATRIX_ARGS, PVBENCH_STEP, SMALL, TIMING_ARGS, TRANSIENT, WF, options
+from .volumes import tmp
+
+
+def validate() -> Container:
+    """Bad input fails here, with pvbench's message, before any PVC exists. It also derives each
+    cell's deadline from the workload (a workflow-wide output)."""
+    return Container(
+        name="validate",
+        args=[
+            "validate",
+            *MATRIX_ARGS,
+            *TIMING_ARGS,
+            *options(
+                volume_size=WF("volume-size"),
+                volume_timeout=WF("volume-timeout"),
+                client_volumes=WF("client-volumes"),
+                outputs=c.VALIDATE_OUT_DIR,
+            ),
+        ],
+        # The chart's limit (benchmark.maxStorageClasses), from its ConfigMap: a parameter of the
+        # run cannot raise it. Optional: the rendered template alone uses pvbench's default.
+        env=[
+            ConfigMapEnv(
+                name=c.MAX_STORAGE_CLASSES_ENV,
+                config_map_name=c.LIMITS_CONFIGMAP,
+                config_map_key=c.MAX_STORAGE_CLASSES_KEY,
+                optional=True,
+            )
+        ],
+        resources=SMALL,
+        volumes=[tmp("64Mi")],
+        retry_strategy=TRANSIENT,
+        outputs=[
+            Parameter(
+                name=c.CELL_TIMEOUT_OUTPUT,
+                global_name=c.CELL_TIMEOUT_OUTPUT,
+                value_from=m.ValueFrom(path=f"{c.VALIDATE_OUT_DIR}/{c.CELL_TIMEOUT_OUTPUT}"),
+            )
+        ],
+        **PVBENCH_STEP,
+    )
+
+
+def expand() -> Container:
+    """The cells in the seeded random order, as fan-outs (output parameters): `cells`, one pod
+    each, and `client-cells` / `shared-client-cells`, N client pods each (a profile with a
+    multi-client test)."""
+    return Container(
+        name="expand",
+        args=["expand", *MATRIX_ARGS, *options(client_volumes=WF("client-volumes"), outputs=c.EXPAND_OUT_DIR)],
+        resources=SMALL,
+        volumes=[tmp("64Mi")],
+        retry_strategy=TRANSIENT,
+        outputs=[Parameter(name=name, value_from=m.ValueFrom(path=f"{c.EXPAND_OUT_DIR}/{name}")) for name in FAN_OUTS],
+        **PVBENCH_STEP,
+    )

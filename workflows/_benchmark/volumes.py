@@ -1,0 +1,126 @@
+"""The volumes of the benchmark template's pods: /tmp, the API token, a cell's fresh PVC, the shared claim."""
+
+import json
+
+from hera.workflows import EmptyDirVolume, Parameter, Resource
+from hera.workflows import models as m
+
+from pvbench.argo import conventions as c
+
+from .common import ARGO_STEP_RESOURCES, CELL_ID, CELL_INPUTS, IN, RUN, TRANSIENT, WF
+
+
+def tmp(size_limit: str) -> EmptyDirVolume:
+    """/tmp: the only writable path besides a cell's /data; capped, so a runaway step is evicted
+    before it fills the node's disk."""
+    return EmptyDirVolume(name="tmp", mount_path="/tmp", size_limit=size_limit)
+
+
+# The cell's one Kubernetes call: before fio, it reads its own pod, claim and PV, to record how
+# long the volume took to become usable. Its container alone gets a short-lived token of
+# pvbench-workflow (a projected volume; the pod mounts none), whose Role may only get those
+# objects (the chart's rbac.yaml).
+KUBE_API_VOLUME = "kube-api"
+KUBE_API = m.Volume(
+    name=KUBE_API_VOLUME,
+    projected=m.ProjectedVolumeSource(
+        sources=[
+            m.VolumeProjection(
+                service_account_token=m.ServiceAccountTokenProjection(path="token", expiration_seconds=600)
+            ),
+            m.VolumeProjection(
+                config_map=m.ConfigMapProjection(
+                    name="kube-root-ca.crt", items=[m.KeyToPath(key="ca.crt", path="ca.crt")]
+                )
+            ),
+        ]
+    ),
+)
+
+# A fresh volume of the class for each pod (a one-pod cell, or a client pod with its own): a
+# template-level ephemeral volume, so each pod gets its own PVC of the cell's class
+# ({{inputs.parameters.storage-class}} is substituted in its string fields) and the PVC goes with
+# the pod. Its size cannot be written as {{…}} there (Argo parses templates into Kubernetes types,
+# and a quantity is no string): the literal below is replaced by the run's volume-size through
+# podSpecPatch, a string Argo substitutes and merges into the pod (volumes merge by name).
+VOLUME_SIZE_PATCH = {
+    "volumes": [
+        {
+            "name": "target",
+            "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": WF("volume-size")}}}}},
+        }
+    ]
+}
+FRESH_VOLUME = dict(
+    pod_spec_patch=json.dumps(VOLUME_SIZE_PATCH, separators=(",", ":")),
+    volumes=[
+        tmp("256Mi"),
+        KUBE_API,
+        m.Volume(
+            name="target",
+            ephemeral=m.EphemeralVolumeSource(
+                volume_claim_template=m.PersistentVolumeClaimTemplate(
+                    metadata=m.ObjectMeta(labels={c.LABEL_WORKFLOW: RUN}),
+                    spec=m.PersistentVolumeClaimSpec(
+                        access_modes=["ReadWriteOnce"],
+                        storage_class_name=IN("storage-class"),
+                        # replaced by volume-size (podSpecPatch above)
+                        resources=m.VolumeResourceRequirements(requests={"storage": "1Gi"}),
+                    ),
+                )
+            ),
+        ),
+    ],
+)
+# client-volumes=shared: a client pod mounts the cell's one claim (input `claim`).
+SHARED_VOLUME = dict(
+    volumes=[
+        tmp("256Mi"),
+        KUBE_API,
+        m.Volume(name="target", persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=IN("claim"))),
+    ]
+)
+
+# client-volumes=shared: the cell's one ReadWriteMany claim of the class, made before the
+# clients and deleted after the merge, by the only identity that may (pvbench-volumes, the
+# chart's benchmark.sharedClientVolumes). The workflow owns it too, so a claim a stopped run
+# left behind goes when the workflow is deleted. Argo's own container runs these steps: their
+# resources come in by podSpecPatch.
+SHARED_CLAIM = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"generateName": "pvbench-shared-", "labels": {c.LABEL_WORKFLOW: RUN, c.LABEL_CELL: CELL_ID}},
+    "spec": {
+        "accessModes": ["ReadWriteMany"],
+        "storageClassName": IN("storage-class"),
+        "resources": {"requests": {"storage": WF("volume-size")}},
+    },
+}
+VOLUMES_STEP = dict(
+    service_account_name=c.VOLUMES_SERVICE_ACCOUNT,
+    executor=m.ExecutorConfig(service_account_name=c.VOLUMES_SERVICE_ACCOUNT),
+    pod_spec_patch=ARGO_STEP_RESOURCES,
+    retry_strategy=TRANSIENT,
+)
+
+
+def shared_volume() -> Resource:
+    return Resource(
+        name="shared-volume",
+        inputs=CELL_INPUTS,
+        action="create",
+        set_owner_reference=True,
+        manifest=json.dumps(SHARED_CLAIM, indent=1),
+        outputs=[Parameter(name="claim", value_from=m.ValueFrom(json_path="{.metadata.name}"))],
+        **VOLUMES_STEP,
+    )
+
+
+def release_volume() -> Resource:
+    return Resource(
+        name="release-volume",
+        inputs=[Parameter(name="claim")],
+        action="delete",
+        flags=["persistentvolumeclaim", IN("claim"), "--ignore-not-found", "--wait=false"],
+        **VOLUMES_STEP,
+    )
