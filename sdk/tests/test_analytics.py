@@ -1,5 +1,6 @@
 """The DuckDB models: schema in step with pydantic, statistics right, Table 6.1 reproduced, S3 works."""
 
+import math
 import re
 import subprocess
 import sys
@@ -96,14 +97,29 @@ def test_summary_statistics_match_scipy(thesis_store):
         ]
     )
     assert len(occasion_means) == 4
-    expected = stats.t.interval(0.95, 3, loc=occasion_means.mean(), scale=stats.sem(occasion_means))
-    assert (ci_lo, ci_hi) == pytest.approx(expected, rel=1e-6)
-    assert (
-        con.execute(
-            "select ci_basis from summary where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
-        ).fetchone()[0]
-        == "4 occasions"
-    )
+    # the day-to-day variance of a log occasion mean (3 df of its own), moderated by the campaign's
+    # prior (variance_prior: the same fit as the Python one, over every cell's occasion means),
+    # never below the repetitions' noise; t on d0 + 3 df
+    from pvbench.stats.moderated import prior_of_rows
+
+    rows = con.execute(
+        "select concat_ws('|', storage_class, profile, workload, direction, metric), concat_ws('|', run, occasion), "
+        "ln(avg(value)) from measurements group by all having avg(value) > 0"
+    ).fetchall()
+    prior = prior_of_rows(*zip(*rows))
+    s2, d0 = con.execute("select prior_s2, prior_df from variance_prior").fetchone()
+    assert (s2, d0) == pytest.approx((prior.s2, prior.df), rel=1e-9) and 0 < d0 < math.inf
+    by_occasion = con.execute(
+        "select list(value) from measurements where storage_class = 'OpenEBS' and workload = 'Random read IOPS' "
+        "group by run, occasion"
+    ).fetchall()
+    floor = np.mean([np.var(v, ddof=1) / len(v) / np.mean(v) ** 2 for (v,) in by_occasion])
+    var_log = max((d0 * s2 + 3 * np.log(occasion_means).var(ddof=1)) / (d0 + 3), floor)
+    half = stats.t.ppf(0.975, d0 + 3) * occasion_means.mean() * math.sqrt(var_log / 4)
+    assert (ci_lo, ci_hi) == pytest.approx((occasion_means.mean() - half, occasion_means.mean() + half), rel=1e-6)
+    assert con.execute(
+        "select ci_basis from summary where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
+    ).fetchone()[0].startswith("4 occasions, day-to-day variation moderated by a prior of")
 
 
 def test_raw_layer_schema_matches_the_pydantic_model():
@@ -149,7 +165,7 @@ def test_a_table_asked_for_runs_only_its_models(thesis_store):
     from pvbench.analytics.runner import compaction_models, models_for
 
     _, campaign_models = compaction_models(discover_models())
-    assert [m.name for m in models_for(campaign_models, ["report_overview"])] == ["summary", "report_overview"]
+    assert [m.name for m in models_for(campaign_models, ["report_overview"])] == ["variance_prior", "summary", "report_overview"]
     assert [m.name for m in models_for(campaign_models, ["measurements"])] == ["measurements"]
     full = build_tables(open_store(thesis_store), "thesis", extras=False)
     only = build_tables(open_store(thesis_store), "thesis", extras=False, tables=("report_overview",))

@@ -1,4 +1,4 @@
-"""Statistical functions the SQL models call (f_pvalue, t_quantile, warmup_pvalue), registered
+"""Statistical functions the SQL models call (f_pvalue, t_quantile, warmup_pvalue, variance_prior), registered
 on a DuckDB connection by register_functions (pvbench.pipeline does, before the models run)."""
 
 from __future__ import annotations
@@ -66,10 +66,44 @@ def _warmup_pvalue(rank_sum: int, sizes: list[int]) -> float | None:
     return first_rank_pvalue(int(rank_sum), tuple(sorted(int(r) for r in sizes)))
 
 
+def _variance_prior(
+    s2: list[float], dfs: list[float], cells: list[str], occasions: list[str], resids: list[float]
+) -> dict:
+    """The moderated variance's prior over a campaign's cells (pvbench.stats.moderated): from each
+    cell's variance of log occasion means and its df, and the occasion residuals of a sample of
+    the cells (the correlation's; the SQL takes up to correlation_sample() of them)."""
+    import numpy as np
+
+    from pvbench.stats.moderated import fit_variances
+
+    by_cell: dict[str, dict[str, float]] = {}
+    for cell, occasion, value in zip(cells or [], occasions or [], resids or []):
+        by_cell.setdefault(cell, {})[occasion] = value
+    prior = fit_variances(np.asarray(s2 or [], dtype=float), np.asarray(dfs or [], dtype=float), list(by_cell.values()))
+    known = prior.known
+    return {
+        "s2": prior.s2 if known else None,
+        "df": prior.df if known else 0.0,
+        "cells": prior.cells,
+        "effective_cells": prior.effective_cells,
+    }
+
+
 def register_functions(con) -> None:
     import duckdb
-    from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER
+    from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
 
     con.create_function("f_pvalue", _f_pvalue, [DOUBLE, DOUBLE, DOUBLE], DOUBLE)
     con.create_function("t_quantile", _t_quantile, [DOUBLE, DOUBLE], DOUBLE)
     con.create_function("warmup_pvalue", _warmup_pvalue, [BIGINT, duckdb.list_type(INTEGER)], DOUBLE)
+    from pvbench.stats.moderated import CORRELATION_SAMPLE
+
+    con.execute(f"CREATE OR REPLACE MACRO correlation_sample() AS {CORRELATION_SAMPLE}")
+    con.create_function(
+        "variance_prior",
+        _variance_prior,
+        [duckdb.list_type(DOUBLE), duckdb.list_type(DOUBLE)]
+        + [duckdb.list_type(VARCHAR)] * 2
+        + [duckdb.list_type(DOUBLE)],
+        duckdb.struct_type({"s2": DOUBLE, "df": DOUBLE, "cells": INTEGER, "effective_cells": DOUBLE}),
+    )

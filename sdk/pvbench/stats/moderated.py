@@ -127,11 +127,22 @@ def fit_moments(s2: np.ndarray, df: np.ndarray) -> tuple[float, float]:
     return math.exp(emean), math.inf
 
 
-def pooled_rho2(cells: Sequence[dict[Hashable, float]]) -> tuple[float, int]:
+# Cells the correlation is measured on at most (a sample, the same every time, beyond it): a
+# campaign can have thousands of cells, and the pairs grow with their square.
+CORRELATION_SAMPLE = 600
+
+
+def pooled_rho2(cells: Sequence[dict[Hashable, float]], of_cells: int | None = None) -> tuple[float, float]:
     """The mean squared correlation of two cells' residuals over the occasions they share, over
     the pairs of cells that share at least MIN_SHARED (each r² less its small-sample bias 1/d:
     (d·r² − 1)/(d − 1), d = shared − 1), clipped to [0, 1]; and how many pairs share any occasion.
-    nan when no pair shares enough."""
+    nan when no pair shares enough. ``cells`` may be a sample of ``of_cells`` cells: the count of
+    sharing pairs is then scaled to them (beyond CORRELATION_SAMPLE cells, an evenly spaced sample
+    is taken here)."""
+    of_cells = of_cells or len(cells)
+    if len(cells) > CORRELATION_SAMPLE:
+        picked = np.linspace(0, len(cells) - 1, CORRELATION_SAMPLE).round().astype(int)
+        return pooled_rho2([cells[i] for i in picked], of_cells)
     keys = sorted({k for cell in cells for k in cell}, key=repr)
     if not keys or len(cells) < 2:
         return math.nan, 0
@@ -146,7 +157,7 @@ def pooled_rho2(cells: Sequence[dict[Hashable, float]]) -> tuple[float, int]:
     cross = e @ e.T
     sq = (e * e) @ present.T  # sq[i, j]: Σ e_i² over the occasions j has too
     upper = np.triu(np.ones_like(shared, dtype=bool), 1)
-    sharing = int((upper & (shared > 0)).sum())
+    sharing = int((upper & (shared > 0)).sum()) * (of_cells * (of_cells - 1)) / (len(cells) * (len(cells) - 1))
     usable = upper & (shared >= MIN_SHARED) & (sq > 0) & (sq.T > 0)
     if not usable.any():
         return math.nan, sharing
@@ -172,13 +183,28 @@ def fit_prior(cells: Iterable[Groups]) -> Prior:
         resid.append(r)
         s2.append(ss / df)
         dfs.append(df)
+    return fit_variances(np.asarray(s2), np.asarray(dfs, dtype=float), resid)
+
+
+def fit_variances(s2: np.ndarray, dfs: np.ndarray, resid: Sequence[dict[Hashable, float]]) -> Prior:
+    """fit_prior from the cells' variances (each > 0) on their degrees of freedom (each > 0), and
+    their occasion residuals — of every cell, or of a sample of them (the correlation's)."""
     g = len(s2)
     if g < 2:
         return NO_PRIOR
-    s0, d0 = fit_moments(np.asarray(s2), np.asarray(dfs, dtype=float))
-    rho2, sharing = pooled_rho2(resid)
+    s0, d0 = fit_moments(s2, dfs)
+    rho2, sharing = pooled_rho2(resid, g)
     if sharing and math.isnan(rho2):
         rho2 = 1.0  # cells share occasions, but too few to say how alike they move: assume fully
     g_eff = g * g / (g + 2 * sharing * (rho2 if sharing else 0.0))
     d0 = min(d0, g_eff * float(np.mean(dfs)))
     return Prior(s2=s0, df=d0, cells=g, effective_cells=g_eff, rho2=rho2)
+
+
+def prior_of_rows(cells: Sequence[str], occasions: Sequence[str], log_means: Sequence[float]) -> Prior:
+    """fit_prior over rows (cell, occasion, log occasion mean): each cell's occasions one group."""
+    groups: dict[str, dict[str, float]] = {}
+    for cell, occasion, value in zip(cells, occasions, log_means):
+        if value is not None and math.isfinite(value):
+            groups.setdefault(cell, {})[occasion] = value
+    return fit_prior([group] for group in groups.values())
