@@ -8,7 +8,7 @@
 // live through the client build; the analysing worker's heap stays too, as 2.8.4 `unref()`s a
 // worker instead of ending it; and each worker starts beside the garbage the build left. The
 // build of a 100,000-result campaign's report peaked at 2.98 GiB as installed, 2.45 GiB with v1
-// of this patch (fork.js only) and ~2 GiB with v2 (ci/bench_aggregate.py; the bench prints it).
+// of this patch (fork.js only) and ~2 GiB with v2 (pvbench_lab.bench_aggregate; the bench prints it).
 //
 // How, in src/utils/fork.js:
 //   - a worker ends itself once it has posted its result (process.exit in a worker thread ends

@@ -12,12 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
 from cli_helpers import PVBENCH_SCRIPT
 
-REPO = Path(__file__).resolve().parents[2]
-TEMPLATES = REPO / "templates"
-CHART = REPO / "charts" / "pvbench"
+from pvbench.testing import REPO
+from pvbench.testing.cluster import CHART, TEMPLATES, load_yaml_docs
+
 ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
 PVBENCH = PVBENCH_SCRIPT  # the console script: tests run it as a step pod or a user would
@@ -27,11 +26,6 @@ def tool_path(name: str) -> str:
     from conftest import tool  # the shared lookup: $PVBENCH_TOOLS/bin, .tools/bin, PATH
 
     return tool(name)
-
-
-def load_yaml_docs(path_or_text: Path | str) -> list[dict]:
-    text = path_or_text.read_text() if isinstance(path_or_text, Path) else path_or_text
-    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def benchmark_template() -> dict:

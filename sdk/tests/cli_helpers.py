@@ -1,4 +1,4 @@
-"""Run the ``pvbench`` command as a user would (the one helper every test that calls the CLI uses), and the repository's ``ci/`` scripts."""
+"""Run the ``pvbench`` command as a user would (the one helper every test that calls the CLI uses), and pvbench's own benchmarks (pvbench_lab)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,9 @@ def pvbench(*args: str | Path, timeout: float = 300, **kwargs) -> subprocess.Com
     return subprocess.run([*PVBENCH, *map(str, args)], capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def ci_script(name: str, *args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``ci/NAME ARGS…`` (a benchmark script of the repository) run end to end, its output captured
-    as text; never raises for an exit code."""
+def lab_module(name: str, *args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m pvbench_lab.NAME ARGS…`` (one of pvbench's own benchmarks) run end to end, its
+    output captured as text; never raises for an exit code."""
     return subprocess.run(
-        [sys.executable, str(REPO / "ci" / name), *map(str, args)], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", f"pvbench_lab.{name}", *map(str, args)], capture_output=True, text=True, timeout=timeout
     )

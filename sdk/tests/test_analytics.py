@@ -117,9 +117,11 @@ def test_summary_statistics_match_scipy(thesis_store):
     var_log = max((d0 * s2 + 3 * np.log(occasion_means).var(ddof=1)) / (d0 + 3), floor)
     half = stats.t.ppf(0.975, d0 + 3) * occasion_means.mean() * math.sqrt(var_log / 4)
     assert (ci_lo, ci_hi) == pytest.approx((occasion_means.mean() - half, occasion_means.mean() + half), rel=1e-6)
-    assert con.execute(
-        "select ci_basis from summary where storage_class = 'OpenEBS' and workload = 'Random read IOPS'"
-    ).fetchone()[0].startswith("4 occasions, day-to-day variation moderated by a prior of")
+    assert (
+        con.execute("select ci_basis from summary where storage_class = 'OpenEBS' and workload = 'Random read IOPS'")
+        .fetchone()[0]
+        .startswith("4 occasions, day-to-day variation moderated by a prior of")
+    )
 
 
 def test_raw_layer_schema_matches_the_pydantic_model():
@@ -165,7 +167,11 @@ def test_a_table_asked_for_runs_only_its_models(thesis_store):
     from pvbench.analytics.runner import compaction_models, models_for
 
     _, campaign_models = compaction_models(discover_models())
-    assert [m.name for m in models_for(campaign_models, ["report_overview"])] == ["variance_prior", "summary", "report_overview"]
+    assert [m.name for m in models_for(campaign_models, ["report_overview"])] == [
+        "variance_prior",
+        "summary",
+        "report_overview",
+    ]
     assert [m.name for m in models_for(campaign_models, ["measurements"])] == ["measurements"]
     full = build_tables(open_store(thesis_store), "thesis", extras=False)
     only = build_tables(open_store(thesis_store), "thesis", extras=False, tables=("report_overview",))

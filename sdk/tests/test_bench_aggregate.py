@@ -1,17 +1,17 @@
-"""ci/bench_aggregate.py (the README's performance tables) runs end to end on its smallest campaign
+"""pvbench_lab.bench_aggregate (the README's performance tables) runs end to end on its smallest campaign
 (its timings are not checked: a script, not a timed test)."""
 
 import os
 import time
 
-from cli_helpers import REPO, ci_script
+from cli_helpers import lab_module
 
 
 def test_the_scale_benchmark_prints_both_tables_for_the_readme():
     # --no-cold: dropping the page cache (as root) would slow every test after this one; local only:
     # the MinIO rows take a minute more (10 runs written and added), and differ by the server's CPU
-    done = ci_script(
-        "bench_aggregate.py", "--sizes", "1000", "--stores", "local", "--repeat", "1", "--no-cold", "--no-report"
+    done = lab_module(
+        "bench_aggregate", "--sizes", "1000", "--stores", "local", "--repeat", "1", "--no-cold", "--no-report"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "FAILED" not in done.stdout, done.stdout[-3000:]
@@ -26,10 +26,9 @@ def test_the_scale_benchmark_prints_both_tables_for_the_readme():
     assert cells[7:] == ["–", "–", "–"], rows[1]
 
 
-def test_the_cpu_of_the_minio_server_is_read_from_proc(monkeypatch):
+def test_the_cpu_of_the_minio_server_is_read_from_proc():
     # what the MinIO rows add to the aggregation's CPU: the server's, from /proc/<pid>/stat
-    monkeypatch.syspath_prepend(str(REPO / "ci"))
-    from bench_aggregate import process_cpu
+    from pvbench_lab.bench_aggregate import process_cpu
 
     before = process_cpu(os.getpid())
     spin = time.process_time() + 0.2

@@ -1,10 +1,10 @@
-"""ci/bench_compare.py runs end to end (its timings are not checked: a script, not a timed test)."""
+"""pvbench_lab.bench_compare runs end to end (its timings are not checked: a script, not a timed test)."""
 
-from cli_helpers import ci_script
+from cli_helpers import lab_module
 
 
 def test_the_compare_benchmark_runs_both_ways():
-    done = ci_script("bench_compare.py", "--results", "1000", "--rounds", "1")
+    done = lab_module("bench_compare", "--results", "1000", "--rounds", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "failed" not in done.stdout, done.stdout
     for pair in ("two classes", "two runs"):

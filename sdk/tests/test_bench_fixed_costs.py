@@ -1,10 +1,10 @@
-"""ci/bench_fixed_costs.py runs end to end (its timings are not checked: a script, not a timed test)."""
+"""pvbench_lab.bench_fixed_costs runs end to end (its timings are not checked: a script, not a timed test)."""
 
-from cli_helpers import ci_script
+from cli_helpers import lab_module
 
 
 def test_the_fixed_costs_benchmark_prints_every_part():
-    done = ci_script("bench_fixed_costs.py", "--repeat", "1", "--batch", "2000")  # two runs: the split is timed
+    done = lab_module("bench_fixed_costs", "--repeat", "1", "--batch", "2000")  # two runs: the split is timed
     assert done.returncode == 0, done.stderr[-3000:]
     for part in (
         "scipy.special (every aggregation)",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import yaml
 from argo_helpers import CHART, load_yaml_docs
-from cluster_helpers import NAMESPACE, RELEASE, argo, helm, installed_release, require_kube, wait_until
+
+from pvbench.testing.cluster import NAMESPACE, RELEASE, argo, helm, installed_release, require_kube, wait_until
 
 pytestmark = [pytest.mark.cluster]
 

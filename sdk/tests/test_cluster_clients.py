@@ -10,7 +10,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from cluster_helpers import (
+
+from pvbench.argo.conventions import CAMPAIGN_MUTEX_PREFIX
+from pvbench.fio.merge import read_clients_raw
+from pvbench.results import ResultDocument
+from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, compact_prefix, report_prefix, results_prefix
+from pvbench.testing.cluster import (
     BUCKET,
     NAMESPACE,
     QUICK,
@@ -28,11 +33,6 @@ from cluster_helpers import (
     wait_workflow,
     workflow,
 )
-
-from pvbench.argo.conventions import CAMPAIGN_MUTEX_PREFIX
-from pvbench.fio.merge import read_clients_raw
-from pvbench.results import ResultDocument
-from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, compact_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

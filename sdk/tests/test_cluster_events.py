@@ -6,7 +6,7 @@ driver's DaemonSet gets a new image (and, before that, changes that are not a ne
 writes by its controller, an annotation); a CI job calls the webhook with the chart's token,
 without it, and twice with the same id. The runs the Sensor starts are checked (labels,
 parameters, the template they reference) and then retired (terminated, then deleted once ended:
-cluster_helpers.retire): they would otherwise queue for the node and each run a whole benchmark,
+pvbench.testing.cluster.retire): they would otherwise queue for the node and each run a whole benchmark,
 which test_cluster_run proves once.
 """
 
@@ -19,7 +19,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from cluster_helpers import CSI_NAMESPACE, NAMESPACE, installed_release, require_kube, retire, wait_until
+
+from pvbench.testing.cluster import CSI_NAMESPACE, NAMESPACE, installed_release, require_kube, retire, wait_until
 
 pytestmark = [pytest.mark.cluster]
 

@@ -16,7 +16,10 @@ import threading
 import time
 
 import pytest
-from cluster_helpers import (
+
+from pvbench.argo.conventions import NODE_MUTEX_PREFIX
+from pvbench.store.layout import RESULT_FILE, analytics_prefix, report_prefix, results_prefix
+from pvbench.testing.cluster import (
     BUCKET,
     NAMESPACE,
     QUICK,
@@ -35,9 +38,6 @@ from cluster_helpers import (
     wait_workflow,
     workflow,
 )
-
-from pvbench.argo.conventions import NODE_MUTEX_PREFIX
-from pvbench.store.layout import RESULT_FILE, analytics_prefix, report_prefix, results_prefix
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

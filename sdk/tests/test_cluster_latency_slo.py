@@ -7,10 +7,10 @@ probe of its search; the campaign's tables carry it as the metric slo_iops.
 from __future__ import annotations
 
 import pytest
-from cluster_helpers import BUCKET, QUICK, describe, installed_release, pod_minio, submit, wait_workflow
 
 from pvbench.results import ResultDocument
 from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench.testing.cluster import BUCKET, QUICK, describe, installed_release, pod_minio, submit, wait_workflow
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -1,5 +1,5 @@
 """One benchmark run end to end on the real engines, submitted as the Argo UI submits it
-(when the session starts, so that it runs beside test_cluster_failures: cluster_helpers.main_run).
+(when the session starts, so that it runs beside test_cluster_failures: pvbench.testing.cluster.main_run).
 
 The run is a Workflow that references the chart's WorkflowTemplate (what the UI's Submit
 creates; `pvbench submit` makes the same through argo-server's API, checked at the end). The
@@ -16,7 +16,18 @@ import subprocess
 
 import pytest
 from cli_helpers import PVBENCH_SCRIPT
-from cluster_helpers import (
+
+from pvbench.results import ResultDocument
+from pvbench.results.schema import LIFECYCLE_WORKLOAD
+from pvbench.store.layout import (
+    RESULT_FILE,
+    analytics_prefix,
+    cell_prefix,
+    compact_prefix,
+    report_prefix,
+    results_prefix,
+)
+from pvbench.testing.cluster import (
     BUCKET,
     MAIN_RUN,
     MAIN_RUN_CLASSES,
@@ -31,17 +42,6 @@ from cluster_helpers import (
     retire,
     run_pvcs_and_pvs,
     wait_until,
-)
-
-from pvbench.results import ResultDocument
-from pvbench.results.schema import LIFECYCLE_WORKLOAD
-from pvbench.store.layout import (
-    RESULT_FILE,
-    analytics_prefix,
-    cell_prefix,
-    compact_prefix,
-    report_prefix,
-    results_prefix,
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 The job is rate-limited (rate_iops) so that both runs have one true answer and the
 comparison tests pvbench (rendering, running, parsing, units), not the machine's noise.
-The unthrottled ratio is measured by ci/bench_overhead.py.
+The unthrottled ratio is measured by pvbench_lab.bench_overhead.
 """
 
 import json

@@ -1,4 +1,4 @@
-"""The bounds docs/statistics.md states, asserted on the code that ships (pvbench.stats.calibration).
+"""The bounds docs/statistics.md states, asserted on the code that ships (pvbench_lab.calibration).
 
 Each rate is measured with enough trials that a bound broken by more than sampling error fails:
 a rate passes if it is within three binomial standard errors of its bound.
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pvbench.stats.calibration import Design, comparison_rows, gate_rows, summary_coverage, thesis_rows
+from pvbench_lab.calibration import Design, comparison_rows, gate_rows, summary_coverage, thesis_rows
 
 THESIS = Path(__file__).resolve().parents[2] / "examples" / "thesis-azure-runs.csv"
 TRIALS = 1000
@@ -48,6 +48,7 @@ def test_summary_intervals_cover_at_every_icc():
         Design(4, 5, icc=0.5),
         Design(4, 5, icc=0.8),
         Design(10, 3, icc=0.5),
+        Design(2, 3, icc=0.5),
         Design(1, 5, icc=0.0),
         Design(1, 5, icc=0.5),
     ]

@@ -1,6 +1,6 @@
 """The warm-up and outlier flags on null data: at most 5% of cells flagged, for every supported design.
 
-Measured by running the shipped SQL models (pvbench.stats.calibration_flags) over thousands of
+Measured by running the shipped SQL models (pvbench_lab.calibration_flags) over thousands of
 synthetic cells with occasion effects (ICC 0, 0.5, 0.8) and no warm-up or outlier. The old rules
 flagged 17.7% of the cells of 2 occasions × 3 reps (warm-up: "slower in every occasion") and
 0.5–1.2% of all values (outliers: 3.5 scaled MADs per value, i.e. 10–20% of cells).
@@ -13,9 +13,9 @@ import pytest
 from stats_helpers import doc, write
 
 from pvbench.pipeline import build_tables
-from pvbench.stats.calibration_flags import SHAPES, FlagDesign, false_flag_rates
 from pvbench.stats.functions import first_rank_pvalue
 from pvbench.store import open_store
+from pvbench_lab.calibration_flags import SHAPES, FlagDesign, false_flag_rates
 
 TRIALS = 2000  # per design: a true rate of 4% is then 2.3 standard errors below the 5% bound
 

@@ -1,8 +1,6 @@
 """The statistics tables the report reads: occasions, comparisons, methodology, cost."""
 
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -12,8 +10,8 @@ from stats_helpers import T0, doc, write
 
 from pvbench.analytics.runner import table_columns
 from pvbench.pipeline import aggregate, build_tables, table_schemas
-from pvbench.stats.occasions import split_variance
 from pvbench.store import open_store
+from pvbench_lab.occasions import split_variance
 
 
 @pytest.fixture(scope="module")
@@ -227,13 +225,11 @@ def _approx_row(row: dict) -> dict:
 def test_compare_selects_in_duckdb_what_python_selected_row_by_row(tmp_path):
     """compare_sides selects the sides, the metrics and the history in DuckDB (a campaign of
     100,000 results no longer comes into Python whole): the verdicts are those of the selection
-    it replaced, made row by row in Python (ci/bench_compare.py's row_by_row), for every kind of selector, labels matched by slug, two roles in
+    it replaced, made row by row in Python (pvbench_lab.bench_compare's row_by_row), for every kind of selector, labels matched by slug, two roles in
     one occasion, a side of one occasion judged against the class's history, and two campaigns."""
     from pvbench.pipeline import compare_sides
     from pvbench.stats.sides import Side
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
-    from bench_compare import row_by_row  # the selection it replaced (the benchmark's, too)
+    from pvbench_lab.bench_compare import row_by_row  # the selection it replaced (the benchmark's, too)
 
     rng = np.random.default_rng(5)
     docs = []

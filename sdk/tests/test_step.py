@@ -204,7 +204,7 @@ def test_the_console_script_mounts_only_the_optional_commands_it_runs(args, moun
     where the command is unknown or help lists them all."""
     code = (
         "import sys, json; from pvbench.cli import main; main.mount_for(sys.argv[1:]);"
-        " print(json.dumps([sorted(main._mounted), 'pvbench.report.cli' in sys.modules, 'pvbench.argo.cli' in sys.modules]))"
+        " print(json.dumps([sorted(main._mounted), 'pvbench.cli.report' in sys.modules, 'pvbench.cli.argo' in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
     names, report_imported, argo_imported = json.loads(out)
@@ -218,7 +218,7 @@ def test_listing_the_commands_does_not_import_the_analytics():
     made `pvbench --help`, `report serve` and `report locate` ~0.3 s slower for nothing."""
     code = (
         "import sys, json; from pvbench.cli import main; main.mount_for(['--help']);"
-        " print(json.dumps([m in sys.modules for m in ('pvbench.report.cli', 'pvbench.pipeline', 'numpy')]))"
+        " print(json.dumps([m in sys.modules for m in ('pvbench.cli.report', 'pvbench.pipeline', 'numpy')]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False, False]

@@ -384,7 +384,7 @@ def test_s3_listing_pages_through_any_key_like_the_sdk(s3_store_url, monkeypatch
     listed = list(store.list_objects("results"))
     assert [o.key for o in listed] == keys
     assert len(pages) == 5 and pages[0] is None  # 14 keys, 3 a page: streamed, never asked twice
-    sdk = list(store._sdk_list_objects("results", None, len("pvbench/")))
+    sdk = list(store.sdk_list_objects("results", None, len("pvbench/")))
     assert listed == sdk and [o.size for o in listed] == list(range(1, len(keys) + 1))
     assert all(len(o.version) == 32 for o in listed)  # an MD5 ETag, unquoted
     assert store._fast_list

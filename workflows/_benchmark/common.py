@@ -56,7 +56,7 @@ def resources(cpu: str, memory: str, cpu_limit: str | None, memory_limit: str) -
 # What each step needs (requests) and may take (limits). The steps around the cells are small
 # Python commands; aggregate and the adaptive check run DuckDB over the run's results; the
 # report runs Node (Evidence; `pvbench report build` caps its heap at 2 GiB, and the build peaked
-# at ~1.9 GiB RSS in ci/bench_aggregate.py; it requests 3Gi, room for the page cache beside it).
+# at ~1.9 GiB RSS in pvbench_lab.bench_aggregate; it requests 3Gi, room for the page cache beside it).
 SMALL = resources("100m", "128Mi", "1", "512Mi")
 TABLES = resources("500m", "512Mi", "2", "4Gi")
 REPORT = resources("1", "3Gi", "2", "5Gi")

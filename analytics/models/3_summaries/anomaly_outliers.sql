@@ -15,7 +15,7 @@
 -- A cell judges m values, so the cut-off is Bonferroni's: |t| > t(1 − α/(2m), n − g − 1). Then
 -- P(any false flag in a null cell) ≤ α (stats_settings outlier_alpha) by construction, for every
 -- design. The old rule (3.5 scaled MADs per value) had a per-VALUE cut-off, so the chance of a false
--- flag grew with the size of the cell; calibration_flags.py measures this one on null data.
+-- flag grew with the size of the cell; pvbench_lab.calibration_flags measures this one on null data.
 -- Only values of occasions with ≥ 3 reps are judged (with 2 the two residuals are mirror images:
 -- nothing says which one is off; they still feed the pooled sd). Cells need ≥ outlier_min_n values,
 -- and a flag also needs |value − reference| ≥ outlier_min_rel_dev of the reference (tiny

@@ -291,11 +291,11 @@ class _Listed(NamedTuple):
     version: str
 
 
-def _handed_over(listing: RunListing) -> tuple[str, str, list[str], list[int], list[str]]:
+def flat_listing(listing: RunListing) -> tuple[str, str, list[str], list[int], list[str]]:
     """A run's listing as it goes to the reader process: its campaign and run, then its objects'
     keys, sizes and versions as three flat lists (_read_elsewhere's arguments after the store).
     Pickling a run's thousand StoredObjects there and back (dumped and loaded on each side) took
-    0.25 s of CPU per 100,000 documents, flat lists 0.05 s (ci/bench_fixed_costs.py); the
+    0.25 s of CPU per 100,000 documents, flat lists 0.05 s (pvbench_lab.bench_fixed_costs); the
     aggregating process's share ran beside the thread that lists and the one that drives DuckDB."""
     objects = listing.objects
     return (
@@ -307,17 +307,17 @@ def _handed_over(listing: RunListing) -> tuple[str, str, list[str], list[int], l
     )
 
 
-def _objects_of(keys: list[str], sizes: list[int], versions: list[str]) -> Iterator[_Listed]:
-    """The objects _handed_over flattened, as read_run reads them."""
+def listed_objects(keys: list[str], sizes: list[int], versions: list[str]) -> Iterator[_Listed]:
+    """The objects of a flat_listing (its last three lists), as read_run reads them."""
     return map(_Listed._make, zip(keys, sizes, versions))
 
 
 def _read_elsewhere(
     store: Store, campaign: str, run: str, keys: list[str], sizes: list[int], versions: list[str]
 ) -> ReadRun:
-    """read_run in the reader process, its listing _handed_over and the ReadRun handed back without
-    it (the aggregating process, which has it, puts it back: _ReadAhead._result)."""
-    return read_run(store, RunListing(campaign, run, ()), _objects_of(keys, sizes, versions))
+    """read_run in the reader process, its listing handed over flat (flat_listing) and the ReadRun
+    handed back without it (the aggregating process, which has it, puts it back: _ReadAhead._result)."""
+    return read_run(store, RunListing(campaign, run, ()), listed_objects(keys, sizes, versions))
 
 
 def full_temporary_folder_hint(exc: Exception) -> str:
@@ -397,7 +397,7 @@ def write_compacts(
 def compaction_steps(
     con: duckdb.DuckDBPyConnection, reads: list[ReadRun], compact_models: list
 ) -> list[tuple[str, Callable[[], None]]]:
-    """write_compacts' DuckDB steps for a batch, in order and named (ci/bench_fixed_costs.py times
+    """write_compacts' DuckDB steps for a batch, in order and named (pvbench_lab.bench_fixed_costs times
     them one by one): its files bound, each compaction model, the split of the batch's tables
     into each run's files (several runs only), the documents table. Then each run's compact is
     written from what they made."""
@@ -721,7 +721,7 @@ class _ReadAhead:
     def _read(self, listing: RunListing) -> Future:
         if self.started is not None and self.started.done() and not self._broken():
             try:
-                return self.pool.submit(_read_elsewhere, self.store, *_handed_over(listing))
+                return self.pool.submit(_read_elsewhere, self.store, *flat_listing(listing))
             except BrokenProcessPool as exc:  # broken meanwhile: read here instead
                 self._give_up(exc)
         return _settled(lambda: read_run(self.store, listing))

@@ -394,7 +394,7 @@ def _check_run_exists(store: Store, existing: dict[tuple[str, str], Compact], ca
 
 
 def prepare_compaction(con: duckdb.DuckDBPyConnection, many_runs: bool) -> None:
-    """``con`` as runs are compacted on it (refresh_compacts; ci/bench_fixed_costs.py times a batch
+    """``con`` as runs are compacted on it (refresh_compacts; pvbench_lab.bench_fixed_costs times a batch
     so). ``many_runs``: a batch is compacted while the next is read (compaction_threads), not one
     run's batch. The caller sets the threads back for the campaign's models."""
     # A compact's rows are sets: every model that makes them groups, sorts or ranks explicitly, and

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.cli.common import console, fail, stoppable
-from pvbench.stats.cli import compare_command
+from pvbench.cli.stats import compare_command
 
 local_app = typer.Typer(help="Local mode: the whole pipeline on one machine.", no_args_is_help=True)
 import_app = typer.Typer(help="Import results measured elsewhere.", no_args_is_help=True)
@@ -291,5 +291,6 @@ def import_thesis_csv(
         fail(f"{len(errors)} result(s) could not be stored: {errors[0]}", code=3)
 
 
-# `pvbench compare` at the top level (the CI/Argo Events gate); the same command is `pvbench stats compare`.
+# `pvbench compare` at the top level (the CI/Argo Events gate); `pvbench stats compare` is the same
+# function, mounted again (hidden) by pvbench.cli.stats.
 app.command("compare")(compare_command)

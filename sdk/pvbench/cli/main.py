@@ -27,9 +27,9 @@ app.add_typer(commands.import_app, name="import")
 # report's build, hera's Argo), a twentieth of adding a run to a campaign, which `pvbench aggregate
 # --run` in every workflow's last step, and every step pod's `pvbench fio-step`, paid for nothing.
 OPTIONAL = {
-    "report": ("pvbench.report.cli", "Build and serve the Evidence report."),
-    "stats": ("pvbench.stats.cli", "Statistics over stored results."),
-    "argo": ("pvbench.argo.cli", "Argo Workflows: render templates, submit runs."),
+    "report": ("pvbench.cli.report", "Build and serve the Evidence report."),
+    "stats": ("pvbench.cli.stats", "Statistics over stored results."),
+    "argo": ("pvbench.cli.argo", "Argo Workflows: render templates, submit runs."),
 }
 # the two Argo commands people type most, also at the top level (mounted with argo)
 ARGO_SHORTCUTS = ("render", "submit")

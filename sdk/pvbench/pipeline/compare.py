@@ -5,7 +5,7 @@ the sides select from the ``measurements`` of the store's tables (built by the p
 
 The selection is made in DuckDB, not in Python: a campaign of 100,000 results has ~1.4 million
 measurements, and building every table, then fetching every measurement as a Python dict to keep
-a few thousand took 10-18 s and 1.2 GiB, against ~4 s and 0.3 GiB now (ci/bench_compare.py).
+a few thousand took 10-18 s and 1.2 GiB, against ~4 s and 0.3 GiB now (pvbench_lab.bench_compare).
 Python decides which labels (run, storage class, occasion, role) a side selects, with
 Side.matches itself, over the distinct labels only; DuckDB keeps those labels' values of the
 metrics asked for, each occasion's values as one list, as group_values takes them.

@@ -92,7 +92,7 @@ REPORT_HEAP_MIB = 2048
 # --expose-gc: the patched SvelteKit (reports/scripts/sveltekit-workers.mjs, v2) collects the
 # build's garbage before each of its worker threads starts; with the workers ended when done and
 # the client build started once the server build is freed, the build of a 100,000-result
-# campaign's report peaks at ~2 GiB instead of 2.98 GiB (ci/bench_aggregate.py). Both patched files
+# campaign's report peaks at ~2 GiB instead of 2.98 GiB (pvbench_lab.bench_aggregate). Both patched files
 # carry the marker; an install with an older version of the patch is refused.
 WORKERS_PATCH_MARKER = "pvbench-sveltekit-workers v2"
 WORKERS_PATCHED_FILES = ("src/utils/fork.js", "src/exports/vite/index.js")
@@ -104,7 +104,7 @@ BUNDLES_PATCHED_FILE = "src/exports/vite/index.js"
 # and blocks over 128 KiB mapped on their own and given back when freed, with the heap's free top
 # trimmed from 128 KiB (glibc's defaults raise the mapping threshold up to 32 MiB as blocks are freed,
 # and keep what the route-analysing and prerendering worker threads freed).
-# ci/bench_report_build.py prints the build's peak RSS with and without them, side by side
+# pvbench_lab.bench_report_build prints the build's peak RSS with and without them, side by side
 # (1.90–1.93 GiB with, 2.02 GiB without, no slower). musl (Alpine) ignores them.
 MALLOC_ENV = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
 

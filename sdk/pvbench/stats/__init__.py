@@ -4,8 +4,9 @@ compare.py  — occasion-level t on log occasion means, Holm, direction-aware ve
 sides.py    — select two sides (runs, classes, roles, campaigns) from the store and match metrics
 tables.py   — report_comparisons, computed when the analytics run (hooks.py is the runner's entry)
 limits.py   — the user's declared storage class limits and prices (anomaly flags, cost model)
-occasions.py — between- vs within-occasion variance (reference implementation of the SQL model)
 adaptive.py — repeat a cell until its 95% CI is narrow enough (local mode, ci-check)
-calibration.py — what the statistics promise, measured on the shipped code (ci/stats_calibration.py)
-cli.py      — `pvbench stats …` and `pvbench compare`
+(the commands, `pvbench stats …` and `pvbench compare`, are pvbench/cli/stats.py)
+
+What the statistics promise, measured on this code, and the plain-Python reference of the
+occasion split are pvbench's own harnesses: pvbench_lab.calibration, pvbench_lab.occasions.
 """

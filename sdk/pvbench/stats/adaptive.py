@@ -8,7 +8,7 @@ and direction; repetitions counted within that occasion):
 
 i.e. stop when the 95% confidence interval of the mean is within ± target (5% by default) of
 the mean. A quiet cell stops after ``min_repetitions``; a noisy one gets more runs, up to the cap.
-``ci/adaptive_resample.py`` replays the rule as shipped on the thesis's raw runs: against its
+``pvbench_lab.adaptive_resample`` replays the rule as shipped on the thesis's raw runs: against its
 fixed 5 runs per occasion it saves none, it only adds runs to noisy occasions (docs/statistics.md).
 
 Used by local mode (``adaptive:`` in the config: extra rounds of the imprecise cells only) and by
@@ -40,7 +40,7 @@ class AdaptiveSettings(BaseModel):
     min_repetitions: int = Field(
         default=5,
         ge=2,
-        description="Always run at least this many (fewer makes early stops too optimistic: ci/adaptive_resample.py)",
+        description="Always run at least this many (fewer makes early stops too optimistic: pvbench_lab.adaptive_resample)",
     )
     max_repetitions: int = Field(
         default=20,

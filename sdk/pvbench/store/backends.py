@@ -41,7 +41,7 @@ S3_READERS = 16
 # GETs in flight at once when S3Store.get_many reads documents through libcurl (one connection
 # each; $PVBENCH_S3_CONNECTIONS overrides). One GET of a ~2 KB document is mostly waiting: with a
 # store 30 ms away, 16 connections read a run's 1,000 documents in 2.7 s and 64 in 0.7 s, and on
-# loopback the two are alike (ci/bench_s3_latency.py prints them side by side).
+# loopback the two are alike (pvbench_lab.bench_s3_latency prints them side by side).
 S3_CONNECTIONS = 64
 
 
@@ -195,7 +195,7 @@ class LocalStore:
         directories are in the page cache; once a walk had to read the disk (this thread's block
         reads, getrusage; where that is not known, always), the rest are walked in LIST_THREADS
         threads, as reading a directory and a stat release the GIL. Cached, threads only contend
-        for the GIL; cold, they overlap the disk's waits (ci/bench_listing.py prints both).
+        for the GIL; cold, they overlap the disk's waits (pvbench_lab.bench_listing prints both).
         Each run's subtree is a list; the whole listing is never held at once beyond the runs
         walked ahead."""
         base = self._path(prefix)
@@ -535,7 +535,7 @@ class S3Store:
         A page is one ListObjectsV2 request the SDK signs and sends, and whose XML ElementTree's
         C parser reads: the SDK's own listing made a Python object of every key, with its date
         parsed, which cost 8.6 s of CPU for 100,000 keys where this costs 1.7
-        (ci/bench_s3_listing.py prints both). If the SDK's request call is not what this
+        (pvbench_lab.bench_s3_listing prints both). If the SDK's request call is not what this
         expects (it is not public API; minio is pinned), the SDK's listing takes over, once
         and for good, with a warning."""
         strip = len(self.prefix) + 1 if self.prefix else 0
@@ -557,7 +557,7 @@ class S3Store:
                 yield StoredObject(key[strip:], size, etag)
             if token is None:
                 return
-        yield from self._sdk_list_objects(prefix, last, strip)
+        yield from self.sdk_list_objects(prefix, last, strip)
 
     def _list_page(self, prefix: str, token: str | None) -> tuple[list[tuple[str, int, str]], str | None]:
         """One page of the listing: (key, size, ETag) of each object, and the token of the next
@@ -575,9 +575,10 @@ class S3Store:
             raise _SdkChanged() from exc
         return _parse_list_page(body)
 
-    def _sdk_list_objects(self, prefix: str, last: str | None, strip: int) -> Iterator[StoredObject]:
+    def sdk_list_objects(self, prefix: str, last: str | None, strip: int) -> Iterator[StoredObject]:
         """The SDK's listing, from after ``last``; a page that fails is asked for again from the
-        last key received."""
+        last key received. list_objects falls back to it; public for the benchmark that compares
+        the two (pvbench_lab.bench_s3_listing) and the test that checks they agree."""
         while True:
             pages = self._retry(
                 f"list {self.url}/{prefix}",

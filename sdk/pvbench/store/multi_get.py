@@ -5,12 +5,12 @@ each. Through the SDK (urllib3) every GET costs ~0.4 ms of Python, under the GIL
 threads read no faster than one core runs Python: 1,000 GETs took 0.52 s on the bench machine,
 0.44 s of it the client's CPU. libcurl makes the same requests in C, on one thread and sixteen
 connections: 0.25 s, 0.09 s of CPU, and the GIL is free meanwhile (DuckDB writing the previous
-run's compact, SciPy importing). ci/bench_multi_get.py prints both, side by side.
+run's compact, SciPy importing). pvbench_lab.bench_multi_get prints both, side by side.
 
 How many at once: a GET of a small document is mostly its round trip, so once the store is a few
 milliseconds away the number in flight sets the pace: S3Store reads with 64 connections
 (backends.S3_CONNECTIONS), kept open from one call to the next (Connections);
-ci/bench_s3_latency.py prints 16, 64 and 128 side by side behind a proxy that adds latency.
+pvbench_lab.bench_s3_latency prints 16, 64 and 128 side by side behind a proxy that adds latency.
 
 The SDK still signs every request (S3Store gives presigned URLs: SigV4, computed locally) and
 makes every other call; a request that fails here is read again through the SDK, which retries

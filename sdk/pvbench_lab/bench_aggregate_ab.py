@@ -1,7 +1,7 @@
 """A full aggregation, or adding a run, at two commits, alternated on one store (a script, not a
 timed test).
 
-ci/bench_aggregate.py runs one commit's code; between two of its runs this machine's timings move
+pvbench_lab.bench_aggregate runs one commit's code; between two of its runs this machine's timings move
 by up to 30 %, more than most changes to the aggregation save. This script makes one synthetic
 campaign (the same as bench_aggregate's) and times `pvbench aggregate` from nothing at the base
 commit and at the working tree in turn, PAIRS times (the order swapped every other pair), with
@@ -23,7 +23,7 @@ tree's code), then `pvbench aggregate` at each commit in turn, PAIRS times; --mi
 The base runs from a git worktree made for it (removed after), with this checkout's virtualenv:
 its pvbench package and analytics/ SQL, nothing else of it.
 
-Usage: .venv/bin/python ci/bench_aggregate_ab.py --base <commit> [--results 100000] [--pairs 5]
+Usage: .venv/bin/python -m pvbench_lab.bench_aggregate_ab --base <commit> [--results 100000] [--pairs 5]
        [--tmpfs]   (the store in /dev/shm: the disk's waits taken out, CPU left)
        [--add [--minio]]   (adding a run instead of the full aggregation)
        [--verify [--minio]]   (an aggregation with nothing new instead)
@@ -41,7 +41,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench_aggregate import (
+from pvbench.store import LocalStore
+from pvbench_lab.bench_aggregate import (
     CAMPAIGN,
     PER_RUN,
     REPO,
@@ -53,8 +54,6 @@ from bench_aggregate import (
     timed,
     write_runs,
 )
-
-from pvbench.store import LocalStore
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Helpers for the tests on the real Kubernetes node (ci/cluster/up.sh, marker `cluster`).
+"""The real Kubernetes node (ci/cluster/up.sh): for the tests marked `cluster` and
+pvbench_lab.bench_argo_step.
 
 The node runs the real Argo engines, installed as users install them (ci/cluster/up.sh:
 upstream namespace-install manifests of Argo Workflows v3.7.18 and Argo Events v1.9.11,
@@ -17,6 +18,7 @@ import functools
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,12 +26,14 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 import yaml
-from argo_helpers import CHART, TEMPLATES, load_yaml_docs
-from conftest import MinioServer, free_port, tool
 
-REPO = Path(__file__).resolve().parents[2]
+from pvbench.testing import REPO
+from pvbench.testing.minio import MinioServer, free_port, tool
+
+TEMPLATES = REPO / "templates"
+CHART = REPO / "charts" / "pvbench"
+
 K8S_VERSION = "v1.31.4"
 CACHE = Path(os.environ.get("PVBENCH_CLUSTER_CACHE", "/var/cache/pvbench-cluster"))
 STATE = Path(os.environ.get("PVBENCH_CLUSTER_STATE", "/var/lib/pvbench-cluster"))
@@ -128,6 +132,10 @@ def require_kube() -> Kube:
             f"no Kubernetes node (kubeconfig {KUBECONFIG}, kubectl {KUBECTL}): "
             "run ci/cluster-stage.sh, or ci/cluster/up.sh first"
         )
+        if "pytest" not in sys.modules:  # a benchmark (pvbench_lab.bench_argo_step), not a test
+            raise SystemExit(msg)
+        import pytest
+
         if required():
             pytest.fail(msg)
         pytest.skip(msg)
@@ -149,7 +157,7 @@ def wait_until(what: str, fn, timeout: float, every: float = 2.0):
 # ------------------------------------------------------------------ MinIO the pods can reach
 @dataclass
 class PodMinio(MinioServer):
-    """conftest's MinIO, listening on the pod bridge's host address instead of loopback."""
+    """The tests' MinIO (pvbench.testing.minio), listening on the pod bridge's host address instead of loopback."""
 
     host: str = "127.0.0.1"
 
@@ -280,6 +288,11 @@ def installed_release() -> dict:
     cm = k.json("get", "configmap", "pvbench-artifact-repository")
     repo = yaml.safe_load(cm["data"]["default"])
     return {"artifact_repository": repo, "helm_stdout": proc.stdout, "values": values}
+
+
+def load_yaml_docs(path_or_text: Path | str) -> list[dict]:
+    text = path_or_text.read_text() if isinstance(path_or_text, Path) else path_or_text
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def rendered_templates(name: str = "benchmark.yaml") -> list[dict]:

@@ -8,7 +8,7 @@ and whether the two give the same number, bit for bit. n = 500 is a class and wo
 100,000-result bench_aggregate.py (100 runs × 5 repetitions); the full matrix is not made past 5,000 values a
 side (20,000 × 20,000 differences would be 3.2 GB).
 
-Usage: .venv/bin/python ci/bench_hodges_lehmann.py
+Usage: .venv/bin/python -m pvbench_lab.bench_hodges_lehmann
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ variance between occasions): a value is ``1000 × (1 + cv·(√icc·b + √(1−
 one normal draw per occasion and ``e`` one per repetition; ICC 0 is pure noise. Half the trials
 are IOPS (higher is better), half latencies (lower is better), so both directions are exercised.
 
-``flag_rows(trials, seed)`` is what ``ci/stats_calibration.py`` prints and docs/statistics.md
+``flag_rows(trials, seed)`` is what ``pvbench_lab.stats_calibration`` prints and docs/statistics.md
 quotes; sdk/tests/test_stats_flags_calibration.py asserts each rate ≤ 5%.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pvbench.stats.calibration import Design
+from pvbench_lab.calibration import Design
 
 DETECTORS = ("warm_up", "outlier")
 
@@ -36,7 +36,7 @@ TARGET_MODELS = ("report_anomalies",)
 PROVIDED_TABLES = ("result_values", "occasion_measurements", "over_limit")
 
 
-# one design type for every calibration: occasions × reps, ICC, CV (pvbench.stats.calibration)
+# one design type for every calibration: occasions × reps, ICC, CV (pvbench_lab.calibration)
 FlagDesign = Design
 
 
@@ -160,7 +160,7 @@ def false_flag_rates(designs: list[FlagDesign], trials: int, seed: int = 1) -> l
 
 
 def flag_rows(trials: int = 2000, seed: int = 1) -> list[dict]:
-    """The table for ci/stats_calibration.py and docs/statistics.md: every default design, both detectors."""
+    """The table for pvbench_lab.stats_calibration and docs/statistics.md: every default design, both detectors."""
     return false_flag_rates(default_designs(), trials, seed)
 
 
@@ -185,7 +185,7 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-if __name__ == "__main__":  # .venv/bin/python -m pvbench.stats.calibration_flags [trials] [seed]
+if __name__ == "__main__":  # .venv/bin/python -m pvbench_lab.calibration_flags [trials] [seed]
     import sys
 
     args = [int(a) for a in sys.argv[1:3]]

@@ -7,7 +7,7 @@ spend their time on; this prints those parts on the machine it runs on:
               aggregation imports (pvbench's CLI and its aggregation, DuckDB, the result schema's
               pydantic models, NumPy, scipy.special) and, for contrast, scipy.stats (which no
               aggregation imports); each also shown beyond what it needs first
-  documents   one run's 1,000 result.json (ci/bench_aggregate.py's synthetic copies of one real
+  documents   one run's 1,000 result.json (pvbench_lab.bench_aggregate's synthetic copies of one real
               fio result), per document: reading its bytes from a local store, json.loads, the
               compactor's validation (compact.validate: pydantic), and its run's listing handed
               to the reader process of a full aggregation and back, pickled, the way it was
@@ -21,7 +21,7 @@ spend their time on; this prints those parts on the machine it runs on:
               the compact, the split of its tables into each run's files (a batch of two runs or
               more), the documents table
 
-Usage: .venv/bin/python ci/bench_fixed_costs.py [--repeat 5] [--batch 10000]
+Usage: .venv/bin/python -m pvbench_lab.bench_fixed_costs [--repeat 5] [--batch 10000]
 """
 
 from __future__ import annotations
@@ -41,11 +41,9 @@ from typing import Callable
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, PER_RUN, REPO, byte_compile, template_document, write_runs  # noqa: E402
-
-from pvbench.analytics import compact, runner  # noqa: E402
-from pvbench.store import LocalStore  # noqa: E402
+from pvbench.analytics import compact, runner
+from pvbench.store import LocalStore
+from pvbench_lab.bench_aggregate import CAMPAIGN, PER_RUN, REPO, byte_compile, template_document, write_runs
 
 # (what, the import statement, the row it is measured beyond)
 IMPORTS = [
@@ -114,9 +112,9 @@ def document_times(store: LocalStore, repeat: int) -> dict[str, float]:
         pickle.loads(pickle.dumps(listing))
         pickle.loads(pickle.dumps(listing))
 
-    def as_lists() -> None:  # compact._ReadAhead._read → _read_elsewhere; the ReadRun back without it
-        _, _, *flat = pickle.loads(pickle.dumps(compact._handed_over(listing)))
-        tuple(compact._objects_of(*flat))
+    def as_lists() -> None:  # as the read-ahead hands a run to the reader process; the ReadRun back without it
+        _, _, *flat = pickle.loads(pickle.dumps(compact.flat_listing(listing)))
+        tuple(compact.listed_objects(*flat))
 
     ways = {
         "read the bytes (local store)": lambda: [store.get_bytes(k) for k in keys],

@@ -37,7 +37,7 @@ The results are copies of one real fio result
 (a 1 s run made here) with identity and values varied: 20 storage classes × 10 workloads ×
 5 repetitions per run (1,000 results per run), one occasion per run, four occasion labels.
 
-Usage: .venv/bin/python ci/bench_aggregate.py [--sizes 1000,10000,100000] [--stores local,minio] [--repeat 3]
+Usage: .venv/bin/python -m pvbench_lab.bench_aggregate [--sizes 1000,10000,100000] [--stores local,minio] [--repeat 3]
                                               [--no-cold] [--no-report]
 """
 
@@ -69,10 +69,9 @@ from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
 from pvbench.store.backends import S3_READERS
 from pvbench.store.layout import RESULT_FILE, compact_prefix, results_prefix, snapshot_prefix
+from pvbench.testing.minio import MinioServer  # the tests' real MinIO on loopback
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "sdk" / "tests"))
-from conftest import MinioServer  # noqa: E402  (the tests' real MinIO on loopback)
+REPO = Path(__file__).resolve().parents[2]
 
 PVBENCH = [str(REPO / ".venv" / "bin" / "pvbench")]
 CLASSES, WORKLOADS, REPS = 20, 10, 5
@@ -147,8 +146,8 @@ def write_runs(store, template: dict, first: int, count: int, campaign: str = CA
 def minio_store(work: Path, bucket: str):
     """A real MinIO on loopback (its data under ``work``) with one bucket, and this process's
     environment set for s3:// stores: yields the store s3://<bucket>/pvbench; stops the server
-    after (the scripts that compare two ways of reading one store: ci/bench_multi_get.py,
-    ci/bench_s3_listing.py)."""
+    after (the scripts that compare two ways of reading one store: pvbench_lab.bench_multi_get,
+    pvbench_lab.bench_s3_listing)."""
     minio = MinioServer(work / "minio-data")
     minio.start()
     try:
@@ -161,7 +160,7 @@ def minio_store(work: Path, bucket: str):
 
 def print_two_ways(console: Console, measured: dict[str, list[tuple[float, float]]], ratio: str, digits: int) -> None:
     """The median wall time and CPU of each of two ways (as shipped first), and the second's over
-    the first's (``ratio`` names them): what ci/bench_multi_get.py and ci/bench_s3_listing.py end with."""
+    the first's (``ratio`` names them): what pvbench_lab.bench_multi_get and pvbench_lab.bench_s3_listing end with."""
     medians = {
         way: (statistics.median(w for w, _ in m), statistics.median(c for _, c in m)) for way, m in measured.items()
     }

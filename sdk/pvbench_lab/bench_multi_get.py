@@ -4,17 +4,16 @@ in threads, side by side (a script, not a timed test).
 `pvbench aggregate` reads a run's result.json documents through S3Store.get_many, which makes the
 GETs with pycurl on URLs the SDK presigns (pvbench.store.multi_get). Before, each was an SDK
 get_object in one of S3_READERS threads. This writes ``--runs`` runs of 1,000 documents
-(ci/bench_aggregate.py's copies of one real fio result) into a real MinIO on loopback, then reads
+(pvbench_lab.bench_aggregate's copies of one real fio result) into a real MinIO on loopback, then reads
 a run at a time alternately one way and the other (the same warm client), and prints each read's wall time and the CPU this process spent on it, then the medians and their
 ratios. The MinIO server's own CPU is not in it.
 
-Usage: .venv/bin/python ci/bench_multi_get.py [--runs 6]
+Usage: .venv/bin/python -m pvbench_lab.bench_multi_get [--runs 6]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,11 +22,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs  # noqa: E402
-
-from pvbench.store.backends import S3_READERS  # noqa: E402
-from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
+from pvbench.store.backends import S3_READERS
+from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench_lab.bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs
 
 
 def read_with_libcurl(store, keys: list[str]) -> int:

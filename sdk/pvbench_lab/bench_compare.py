@@ -16,7 +16,7 @@ for two classes (sc-01 against sc-02: every run) and two runs (the first against
 earlier runs are the classes' history), printing the wall time, CPU and peak RSS of every
 process, the medians and row by row ÷ as shipped.
 
-Usage: .venv/bin/python ci/bench_compare.py [--results 100000] [--rounds 3]
+Usage: .venv/bin/python -m pvbench_lab.bench_compare [--results 100000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pvbench.store import LocalStore, open_store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def row_by_row(store, baseline, candidate, metrics: str = "headline"):
@@ -80,7 +80,7 @@ def _shown(measured: tuple[float, float, float]) -> str:
 
 
 def _row_by_row_main(store: str, campaign: str, baseline: str, candidate: str) -> None:
-    """What the "row by row" process runs (this script with --row-by-row)."""
+    """What the "row by row" process runs (this module with --row-by-row)."""
     from pvbench.stats.sides import Side
 
     result = row_by_row(open_store(store), Side.parse(baseline, campaign), Side.parse(candidate, campaign))
@@ -98,9 +98,18 @@ def main() -> None:
     if args.row_by_row:  # the timed process: it imports what `pvbench compare` imports, not the benchmark
         _row_by_row_main(*args.row_by_row)
         return
-    from bench_aggregate import CAMPAIGN, PER_RUN, PVBENCH, byte_compile, template_document, timed, write_runs
     from rich.console import Console
     from rich.table import Table
+
+    from pvbench_lab.bench_aggregate import (
+        CAMPAIGN,
+        PER_RUN,
+        PVBENCH,
+        byte_compile,
+        template_document,
+        timed,
+        write_runs,
+    )
 
     console = Console(width=180)
     byte_compile(REPO / "sdk")
@@ -126,7 +135,9 @@ def main() -> None:
                 ["compare", b, c, "--store", str(store.root), "--campaign", CAMPAIGN, "--fail-on", "never"], env
             ),
             "row by row": lambda b, c: timed(
-                ["--row-by-row", str(store.root), CAMPAIGN, b, c], env, [sys.executable, str(Path(__file__).resolve())]
+                ["--row-by-row", str(store.root), CAMPAIGN, b, c],
+                env,
+                [sys.executable, "-m", "pvbench_lab.bench_compare"],
             ),
         }
         table = Table(title=f"pvbench compare over {runs * PER_RUN:,} results (wall · CPU · peak RSS)")

@@ -1,4 +1,4 @@
-"""`pvbench report …`: build and serve the Evidence report (mounted by pvbench.cli.main)."""
+"""`pvbench report …`: build and serve the Evidence report (mounted by pvbench.cli.main; pvbench.report does the work)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
+from pvbench.cli.common import console, fail
 from pvbench.report.build import ReportError, build_report, prime_bundles
 from pvbench.report.fetch import STORE_ENV, URL_ENV, fetch_report, is_store_url, published, report_location
 from pvbench.report.serve import make_server, make_store_server, serve_until_interrupted
@@ -16,12 +16,6 @@ from pvbench.stopping import Interrupted, stop_on_signals
 from pvbench.store.backends import StoreError
 
 app = typer.Typer(help="Build and serve the Evidence report.", no_args_is_help=True)
-_err = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    _err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 @app.command("build")
@@ -43,10 +37,10 @@ def build(
         with stop_on_signals():  # SIGTERM as Ctrl-C: the Evidence build is stopped with pvbench
             site = build_report(data, out, title=title)
     except ReportError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except Interrupted as exc:
-        _fail(f"report build {exc}; the Evidence build was stopped with it", code=exc.exit_code)
-    _err.print(f"serve it with: pvbench report serve {site}")
+        fail(f"report build {exc}; the Evidence build was stopped with it", code=exc.exit_code)
+    console.print(f"serve it with: pvbench report serve {site}")
 
 
 @app.command("prime")
@@ -74,10 +68,10 @@ def prime(
         with stop_on_signals():
             done = prime_bundles(title=title, shared=cache)
     except ReportError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except Interrupted as exc:
-        _fail(f"report prime {exc}; the Evidence build was stopped with it", code=exc.exit_code)
-    _err.print(f"primed: {done}")
+        fail(f"report prime {exc}; the Evidence build was stopped with it", code=exc.exit_code)
+    console.print(f"primed: {done}")
 
 
 @app.command("locate")
@@ -111,7 +105,7 @@ def locate(
         try:
             place.write_outputs(outputs)
         except OSError as exc:
-            _fail(f"cannot write the outputs to {outputs}: {exc.strerror or exc}")
+            fail(f"cannot write the outputs to {outputs}: {exc.strerror or exc}")
 
 
 @app.command("serve")
@@ -150,15 +144,15 @@ def serve(
     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as for any s3:// store) and removed on exit.
     """
     if (site is None) == (store is None):
-        _fail(
+        fail(
             "give a report (a site directory or s3://…/report) or --store, not both"
             if site is not None
             else "give a report (a site directory or s3://…/report) or --store"
         )
     if store is None and (campaign or run):
-        _fail("--campaign and --run go with --store (a report's own location needs neither)")
+        fail("--campaign and --run go with --store (a report's own location needs neither)")
     if run and not campaign:
-        _fail("--run needs --campaign")
+        fail("--run needs --campaign")
     with tempfile.TemporaryDirectory(prefix="pvbench-report-") as tmp:
         try:
             if store is not None:
@@ -173,7 +167,7 @@ def serve(
                 server = make_server(fetched, host, port)
                 what = site.strip() if is_store_url(site) else str(fetched)
         except (ReportError, StoreError, OSError, ValueError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
         h, p = server.server_address[:2]
-        _err.print(f"serving {what} at [bold]http://{h}:{p}/[/]  (Ctrl-C to stop)", soft_wrap=True)  # unbroken URLs
+        console.print(f"serving {what} at [bold]http://{h}:{p}/[/]  (Ctrl-C to stop)", soft_wrap=True)  # unbroken URLs
         serve_until_interrupted(server)

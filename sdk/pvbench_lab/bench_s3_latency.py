@@ -15,7 +15,7 @@ proxy into .tools/bin), which holds back every answer by the latency given, and 
    number of connections, kept from one run to the next (as shipped) or made again for every
    run (before), alternated: the medians of the wall time.
 
-Usage: .venv/bin/python ci/bench_s3_latency.py [--latencies 0,2,10,30] [--connections 16,64,128]
+Usage: .venv/bin/python -m pvbench_lab.bench_s3_latency [--latencies 0,2,10,30] [--connections 16,64,128]
        [--rounds 3] [--runs 10]
 Latency 0 reads the MinIO directly (no proxy, no Toxiproxy needed).
 """
@@ -28,7 +28,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -37,15 +36,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs  # noqa: E402
-from conftest import free_port  # noqa: E402  (the tests' helper; bench_aggregate put sdk/tests on the path)
+from pvbench.store import multi_get, open_store
+from pvbench.store.backends import S3_CONNECTIONS
+from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench.testing.minio import free_port
+from pvbench_lab.bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs
 
-from pvbench.store import multi_get, open_store  # noqa: E402
-from pvbench.store.backends import S3_CONNECTIONS  # noqa: E402
-from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOXIPROXY = ("github.com/Shopify/toxiproxy/v2/cmd/server", "v2.12.0")
 
 

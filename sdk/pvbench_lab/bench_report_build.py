@@ -20,9 +20,9 @@ Variants (``--variants``, default all), alternated round by round, each build in
 It prints every build's wall time and peak RSS (the largest process of the build: Vite's Node),
 then the medians of each variant. The campaign: ``--data DIR``, a directory of report_*.parquet
 tables (`pvbench aggregate --out`), or ``--runs`` synthetic runs of 1,000 results each
-(ci/bench_aggregate.py's copies of one real fio result).
+(pvbench_lab.bench_aggregate's copies of one real fio result).
 
-Usage: .venv/bin/python ci/bench_report_build.py [--data DIR | --runs 1] [--rounds 2] [--variants compiled,reused]
+Usage: .venv/bin/python -m pvbench_lab.bench_report_build [--data DIR | --runs 1] [--rounds 2] [--variants compiled,reused]
 """
 
 from __future__ import annotations
@@ -39,12 +39,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, PVBENCH, template_document, timed, write_runs  # noqa: E402
-
-from pvbench.report.build import reports_dir  # noqa: E402
-from pvbench.report.bundles import ANALYSIS_FILE, CACHE_DIR  # noqa: E402
-from pvbench.store import LocalStore  # noqa: E402
+from pvbench.report.build import reports_dir
+from pvbench.report.bundles import ANALYSIS_FILE, CACHE_DIR
+from pvbench.store import LocalStore
+from pvbench_lab.bench_aggregate import CAMPAIGN, PVBENCH, template_document, timed, write_runs
 
 WITHOUT_MALLOC = [
     sys.executable,

@@ -5,18 +5,17 @@ script, not a timed test).
 S3Store.list_objects used to be the SDK's list_objects, which makes a Python object of every key,
 its date parsed; every aggregation lists the campaign's documents, and adding a run lists the
 run's and the campaign's compacts. This writes ``--runs`` runs of 1,000 documents
-(ci/bench_aggregate.py's copies of one real fio result) into a real MinIO on loopback, then lists
+(pvbench_lab.bench_aggregate's copies of one real fio result) into a real MinIO on loopback, then lists
 the campaign ``--rounds`` times each way, alternating, and prints each listing's wall time and
 the CPU this process spent on it, the medians and their ratios. The MinIO server's own CPU is not
 in it (it shares the machine's cores, so less client CPU also shortens the wall time).
 
-Usage: .venv/bin/python ci/bench_s3_listing.py [--runs 100] [--rounds 3]
+Usage: .venv/bin/python -m pvbench_lab.bench_s3_listing [--runs 100] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,10 +23,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs  # noqa: E402
-
-from pvbench.store.layout import results_prefix  # noqa: E402
+from pvbench.store.layout import results_prefix
+from pvbench_lab.bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs
 
 
 def list_as_shipped(store) -> int:
@@ -35,7 +32,7 @@ def list_as_shipped(store) -> int:
 
 
 def list_with_sdk(store) -> int:
-    return sum(1 for _ in store._sdk_list_objects(results_prefix(CAMPAIGN), None, len(store.prefix) + 1))
+    return sum(1 for _ in store.sdk_list_objects(results_prefix(CAMPAIGN), None, len(store.prefix) + 1))
 
 
 WAYS = {"pages parsed by ElementTree (as shipped)": list_as_shipped, "minio SDK list_objects": list_with_sdk}

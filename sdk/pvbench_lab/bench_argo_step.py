@@ -1,10 +1,10 @@
 """Adding a run to a large campaign on the real engines: what the `aggregate` step costs there.
 
-ci/bench_aggregate.py times the step's command in a pod-like directory; this times the step as
+pvbench_lab.bench_aggregate times the step's command in a pod-like directory; this times the step as
 users of the chart run it, on the node of ci/cluster/up.sh (real Kubernetes, Argo Workflows'
 controller and argoexec, the chart installed with helm, MinIO on the pod bridge as in the
 cluster tests). It
-  1. makes N synthetic earlier runs (ci/bench_aggregate.py's results, 1,000 per run) in a local
+  1. makes N synthetic earlier runs (pvbench_lab.bench_aggregate's results, 1,000 per run) in a local
      store and compacts them there with `pvbench aggregate` (the runs' compacts, as earlier
      `aggregate` steps would have written them),
   2. puts those compacts into the chart's bucket under the campaign's compact/ prefix,
@@ -14,7 +14,7 @@ cluster tests). It
      storing its outputs (wait), with the objects fetched; and checks that the campaign's
      tables it wrote hold every run.
 A script, not a test: minutes, and a node. Usage (as root):
-  ci/cluster/up.sh && .venv/bin/python ci/bench_argo_step.py [--runs 100]
+  ci/cluster/up.sh && .venv/bin/python -m pvbench_lab.bench_argo_step [--runs 100]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import io
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,10 +30,9 @@ from pathlib import Path
 
 import duckdb
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "sdk" / "tests"), str(REPO / "ci")]
-import bench_aggregate  # noqa: E402  (the synthetic runs)
-from cluster_helpers import (  # noqa: E402  (the node, the chart and MinIO of the cluster tests)
+from pvbench.store import LocalStore
+from pvbench.store.layout import analytics_prefix, compact_prefix, results_prefix
+from pvbench.testing.cluster import (  # the node, the chart and MinIO of the cluster tests
     BUCKET,
     QUICK,
     describe,
@@ -44,9 +42,7 @@ from cluster_helpers import (  # noqa: E402  (the node, the chart and MinIO of t
     submit,
     wait_workflow,
 )
-
-from pvbench.store import LocalStore  # noqa: E402
-from pvbench.store.layout import analytics_prefix, compact_prefix, results_prefix  # noqa: E402
+from pvbench_lab import bench_aggregate  # the synthetic runs
 
 
 def at(state: dict, which: str) -> datetime:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does the adaptive-repetition rule, as shipped, save runs against the thesis's fixed design?
 
 Replays pvbench's own rule (pvbench.stats.adaptive.needs_more, the function behind local
@@ -29,8 +28,8 @@ A last row per target replays what the README used to claim: the same rule with 
 nor the Argo loop can do (their rounds repeat cells within the current occasion), with a CI that
 ignores occasions. Its coverage is of the full 20-run mean.
 
-    .venv/bin/python ci/adaptive_resample.py            # the table in docs/statistics.md
-    .venv/bin/python ci/adaptive_resample.py --min 3    # fewer planned runs per occasion
+    .venv/bin/python -m pvbench_lab.adaptive_resample          # the table in docs/statistics.md
+    .venv/bin/python -m pvbench_lab.adaptive_resample --min 3  # fewer planned runs per occasion
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ import numpy as np
 
 from pvbench.stats.adaptive import AdaptiveSettings, needs_more, relative_half_width
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CSV = REPO / "examples" / "thesis-azure-runs.csv"
 
 

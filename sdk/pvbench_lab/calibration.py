@@ -2,7 +2,7 @@
 
 Every rate here is measured by running the code that ships — the ``summary`` SQL model for the
 summary intervals, ``compare_many`` for comparisons — on synthetic results with a known truth,
-and on the thesis's raw runs (examples/thesis-azure-runs.csv). ``ci/stats_calibration.py``
+and on the thesis's raw runs (examples/thesis-azure-runs.csv). ``pvbench_lab.stats_calibration``
 prints the table that docs/statistics.md shows; sdk/tests/test_stats_calibration.py asserts
 each bound.
 
@@ -56,7 +56,15 @@ def summary_coverage(designs: list[Design], trials: int, seed: int = 1) -> list[
     import duckdb
     import pyarrow as pa
 
-    from pvbench.analytics.runner import analytics_dir, discover_models, install_values, load_seeds
+    from pvbench.analytics.runner import (
+        analytics_dir,
+        compaction_models,
+        discover_models,
+        install_values,
+        load_seeds,
+        models_for,
+    )
+    from pvbench.stats.functions import register_functions
 
     rng = np.random.default_rng(seed)
     cols: dict[str, list] = defaultdict(list)
@@ -94,8 +102,10 @@ def summary_coverage(designs: list[Design], trials: int, seed: int = 1) -> list[
     con.register("measurements_in", table)
     install_values(con, "measurements_in")
     load_seeds(con, analytics_dir())
-    [model] = [m for m in discover_models() if m.name == "summary"]
-    con.execute(f"create table summary as {model.sql}")
+    register_functions(con)
+    _, campaign_models = compaction_models(discover_models())
+    for model in models_for(campaign_models, ["summary"]):  # variance_prior, then summary
+        con.execute(f"create table {model.name} as {model.sql}")
     out = []
     for d_index, design in enumerate(designs):
         covered, basis = con.execute(

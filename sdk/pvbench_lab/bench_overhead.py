@@ -5,7 +5,7 @@ Prints:
 2. local-mode wall time / sum of fio ramp+runtime on a 24-cell matrix;
 3. aggregation time for the 800 imported thesis results, local store.
 
-Usage: .venv/bin/python ci/bench_overhead.py [--target DIR] [--rounds N]
+Usage: .venv/bin/python -m pvbench_lab.bench_overhead [--target DIR] [--rounds N]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pvbench.pipeline import aggregate
 from pvbench.profiles import render_jobfile
 from pvbench.store import open_store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def bare_fio_iops(jobfile: str) -> float:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Measure what pvbench's statistics promise, in one run: the table in docs/statistics.md.
 
 * summary 95% CIs (the shipped summary.sql) — coverage at ICC 0, 0.5, 0.8;
@@ -10,8 +9,8 @@
   upgrade replay and class against class at 2 × 3;
 * warm-up and outlier flags — false flags per cell on null data.
 
-    .venv/bin/python ci/stats_calibration.py               # ~1 min on 2 cores
-    .venv/bin/python ci/stats_calibration.py --trials 500  # quicker, rougher
+    .venv/bin/python -m pvbench_lab.stats_calibration               # ~1 min on 2 cores
+    .venv/bin/python -m pvbench_lab.stats_calibration --trials 500  # quicker, rougher
 """
 
 from __future__ import annotations
@@ -21,10 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "sdk"))
-
-from pvbench.stats.calibration import (  # noqa: E402
+from pvbench_lab.calibration import (
     Design,
     comparison_rows,
     format_table,
@@ -33,12 +29,16 @@ from pvbench.stats.calibration import (  # noqa: E402
     summary_coverage,
     thesis_rows,
 )
+from pvbench_lab.calibration_flags import flag_rows
+
+REPO = Path(__file__).resolve().parents[2]
 
 SUMMARY_DESIGNS = [
     Design(4, 5, icc=0.0),
     Design(4, 5, icc=0.5),
     Design(4, 5, icc=0.8),
     Design(10, 3, icc=0.5),
+    Design(2, 3, icc=0.5),
     Design(1, 5, icc=0.0),
     Design(1, 5, icc=0.5),
 ]
@@ -65,30 +65,25 @@ def main() -> int:
     gate += gate_rows(args.trials // 4, args.seed + 5, tails=("normal",), cv=(0.02, 0.10))
     for runs in args.runs:
         rows += thesis_rows(runs, trials=max(50, args.trials // 10))
-    try:
-        from pvbench.stats.calibration_flags import flag_rows
-    except ImportError:
-        flag_rows = None
-    if flag_rows is not None:
-        # one row per detector: the worst design (the anomalies section of docs/statistics.md
-        # has the full per-design tables, printed by `python -m pvbench.stats.calibration_flags`)
-        worst: dict[str, dict] = {}
-        count: dict[str, int] = {}
-        for r in flag_rows(args.trials, args.seed + 2):
-            count[r["detector"]] = count.get(r["detector"], 0) + 1
-            if r["detector"] not in worst or r["false_flag_rate"] > worst[r["detector"]]["false_flag_rate"]:
-                worst[r["detector"]] = r
-        for detector, r in worst.items():
-            rows.append(
-                {
-                    "section": f"flag: {detector.replace('_', '-')}",
-                    "case": f"worst of {count[detector]} null designs: {r['design']}",
-                    "measure": "false flags per cell",
-                    "value": r["false_flag_rate"],
-                    "bound": "≤ 5%",
-                    "trials": r["trials"],
-                }
-            )
+    # one row per detector: the worst design (the anomalies section of docs/statistics.md
+    # has the full per-design tables, printed by `python -m pvbench_lab.calibration_flags`)
+    worst: dict[str, dict] = {}
+    count: dict[str, int] = {}
+    for r in flag_rows(args.trials, args.seed + 2):
+        count[r["detector"]] = count.get(r["detector"], 0) + 1
+        if r["detector"] not in worst or r["false_flag_rate"] > worst[r["detector"]]["false_flag_rate"]:
+            worst[r["detector"]] = r
+    for detector, r in worst.items():
+        rows.append(
+            {
+                "section": f"flag: {detector.replace('_', '-')}",
+                "case": f"worst of {count[detector]} null designs: {r['design']}",
+                "measure": "false flags per cell",
+                "value": r["false_flag_rate"],
+                "bound": "≤ 5%",
+                "trials": r["trials"],
+            }
+        )
     print(format_table(rows))
     print("\nBaseline occasions (+ 1 candidate occasion × 3 repetitions) to find a 20% regression:\n")
     print("| metrics' CV, day-to-day variation | 60% of the time | 80% of the time |\n|---|---|---|")

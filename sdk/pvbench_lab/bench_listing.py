@@ -1,12 +1,12 @@
 """Listing a local store of 100,000 results in one thread, in four, and as shipped (one thread
 until the disk is what it waits on, then four), warm and cold (a script, not a timed test).
 
-This writes ``--runs`` runs of 1,000 results (ci/bench_aggregate.py's synthetic copies of one
+This writes ``--runs`` runs of 1,000 results (pvbench_lab.bench_aggregate's synthetic copies of one
 real fio result), then lists them each way: with the page cache warm (the median of ``--rounds``
 listings), and, when this process may write /proc/sys/vm/drop_caches (root), cold, right after
 dropping the cache. It prints the wall time and the CPU this process spent.
 
-Usage: .venv/bin/python ci/bench_listing.py [--runs 100] [--rounds 3]
+Usage: .venv/bin/python -m pvbench_lab.bench_listing [--runs 100] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,11 +21,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_aggregate import CAMPAIGN, drop_caches, template_document, write_runs  # noqa: E402
-
-import pvbench.store.backends as backends  # noqa: E402
-from pvbench.store.layout import RESULT_FILE, results_prefix  # noqa: E402
+import pvbench.store.backends as backends
+from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench_lab.bench_aggregate import CAMPAIGN, drop_caches, template_document, write_runs
 
 # (LIST_THREADS, DISK_READ_BLOCKS): below 0 blocks, every folder after the first goes to the threads
 WAYS = {

@@ -1,4 +1,7 @@
-"""``pvbench argo …``: render the Hera definitions, lint the result, submit runs."""
+"""``pvbench argo …``: render the Hera definitions, lint the result, submit runs (pvbench.argo does the work).
+
+Hera (the optional ``argo`` extra) is imported only inside the commands that need it, so
+``pvbench --help`` works without it."""
 
 from __future__ import annotations
 
@@ -7,18 +10,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from pvbench.argo import conventions as c
+from pvbench.cli.common import console, fail
 
 app = typer.Typer(help="Argo Workflows: render templates, submit runs.", no_args_is_help=True)
-console = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
-
 
 RootOpt = Annotated[Optional[Path], typer.Option(help="Repository root (holds workflows/ and templates/)")]
 
@@ -35,7 +31,7 @@ def render(
         base = find_root(root)
         outcomes = render_all(base, check=check)
     except (FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     changed = [o for o in outcomes if o.changed]
     for o in outcomes:
         mark = ("[red]differs[/]" if check else "[yellow]written[/]") if o.changed else "[green]up to date[/]"
@@ -43,7 +39,7 @@ def render(
     if check and changed:
         for o in changed:
             sys.stdout.write(o.diff)
-        _fail(f"{len(changed)} rendered file(s) differ from workflows/*.py; run `pvbench argo render`", code=1)
+        fail(f"{len(changed)} rendered file(s) differ from workflows/*.py; run `pvbench argo render`", code=1)
 
 
 @app.command()
@@ -68,7 +64,7 @@ def guard(
         else:
             run(api, namespace, max(every_s, 1.0), log=log)
     except (KubeError, ProfileError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @app.command()
@@ -127,8 +123,8 @@ def submit(
             known=known if template == c.BENCHMARK_TEMPLATE else None,
         )
     except SubmitError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except Exception as exc:  # network, auth, server-side validation: the server's words
-        _fail(f"submit to {host} failed: {exc}", code=1)
+        fail(f"submit to {host} failed: {exc}", code=1)
     print(name)
     console.print(f"submitted [bold]{name}[/] in {namespace}: {host.rstrip('/')}/workflows/{namespace}/{name}")

@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
 """Print the bad-input and fault table (docs/faults.md): input or fault → outcome → what was kept.
 
 Runs every case of sdk/tests/faults/ (the same cases `make test` asserts) in a fresh directory,
-with real fio and a real MinIO on loopback where a case needs them.
+with real fio and a real MinIO on loopback where a case needs them. It lives beside the cases
+(run as a script, sdk/tests is where Python looks for them first):
 
-    .venv/bin/python ci/fault_table.py            # markdown on stdout
+    .venv/bin/python sdk/tests/fault_table.py            # markdown on stdout
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "sdk"), str(REPO / "sdk" / "tests")]
+from faults import Ctx, all_cases
 
-from conftest import MinioServer, tool  # noqa: E402
-from faults import Ctx, all_cases  # noqa: E402
+from pvbench.testing.minio import MinioServer, tool
 
 
 def main() -> int:

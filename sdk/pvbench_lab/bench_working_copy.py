@@ -9,7 +9,7 @@ The report step's pod does this on its /tmp emptyDir before every report build, 
 project from the image (the page cache warm after the first round here, as on a node that ran
 the image before).
 
-Usage: .venv/bin/python ci/bench_working_copy.py [--rounds 5] [--into /tmp]
+Usage: .venv/bin/python -m pvbench_lab.bench_working_copy [--rounds 5] [--into /tmp]
 """
 
 from __future__ import annotations
