@@ -4,10 +4,19 @@ PVBENCH := .venv/bin/pvbench
 DEMO_PORT ?= 8765
 RUN ?= demo-$(shell date -u +%Y%m%d-%H%M%S)
 
-.PHONY: setup test lint test-fast test-cluster demo demo-report serve bench render
+.PHONY: setup setup-demo setup-cluster test lint test-fast test-cluster demo demo-report serve bench render
 
+## make setup: everything (what test, lint and the rest use); setup-demo: only what `make demo` uses
+## (fio, .venv without extras, the report's npm packages); setup-cluster: the cluster tools (Go,
+## MinIO, helm, kubeconform, the Argo engines, Hera). ci/setup.sh says what each part holds.
 setup:
 	@bash ci/setup.sh
+
+setup-demo:
+	@bash ci/setup.sh demo
+
+setup-cluster:
+	@bash ci/setup.sh cluster
 
 ## make test: the whole suite (real fio, real MinIO, Evidence builds, schema checks), then the
 ## real single-node Kubernetes stage (image, chart and every step pod on real PVCs). CI runs this.
@@ -42,11 +51,21 @@ test-fast: setup
 test-cluster: setup
 	bash ci/cluster-stage.sh
 
-## make demo: benchmark two local storage classes, aggregate, build and serve the report.
-demo: setup
-	$(PVBENCH) local run examples/demo.yaml --run $(RUN)
+## make demo: benchmark two local storage classes, aggregate, build and serve the report; it sets
+## up only what it uses (setup-demo). One line per phase, with the time since `make demo` began;
+## each command then says what it does (the cells, the tables written, the address served).
+DEMO_T0 := $(shell date +%s)
+demo_phase = @printf '\033[1m[demo %s, +%ss] %s\033[0m\n' "$$(date +%H:%M:%S)" "$$(( $$(date +%s) - $(DEMO_T0) ))" "$(1)"
+demo:
+	$(call demo_phase,1/5 install: only what the demo uses (ci/setup.sh demo))
+	@bash ci/setup.sh demo
+	$(call demo_phase,2/5 fio cells: examples/demo.yaml)
+	$(PVBENCH) local run examples/demo.yaml --run $(RUN) --no-aggregate
+	$(call demo_phase,3/5 aggregate: DuckDB over the campaign's results)
+	$(PVBENCH) aggregate --store .demo/store --campaign demo
+	$(call demo_phase,4/5 report build: the Evidence site)
 	$(MAKE) --no-print-directory demo-report
-	@echo "Report: http://127.0.0.1:$(DEMO_PORT)/  (Ctrl-C to stop)"
+	$(call demo_phase,5/5 serve)
 	$(PVBENCH) report serve .demo/site --port $(DEMO_PORT)
 
 demo-report:
@@ -54,7 +73,7 @@ demo-report:
 
 ## make bench: pvbench's own overhead, measured side by side (not a test).
 bench: setup
-	.venv/bin/python ci/bench_overhead.py
+	.venv/bin/python -m pvbench_lab.bench_overhead
 
 ## make render: re-render templates/ from workflows/ (Hera).
 render: setup

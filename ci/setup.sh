@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# Everything pvbench needs on a fresh Debian machine, idempotent (fast when already done):
-# Debian packages, the Python environment, MinIO, helm/kubeconform, the real Argo engines
-# (built from the Go module proxy), the Evidence project.
+# What pvbench needs on a fresh Debian machine, idempotent (fast when already done), in parts:
+#
+#   ci/setup.sh           everything `make test`/`make lint` use: the demo's and the cluster's parts,
+#                         Chromium (the report's browser tests), the test extras
+#   ci/setup.sh demo      what `make demo` uses, nothing else (~minutes on a fresh machine, not ~14):
+#                         fio, node/npm, the Python environment (pvbench without extras: the demo
+#                         never imports Hera or the test tools), the Evidence project's npm packages
+#   ci/setup.sh cluster   the cluster tools (`make setup-cluster`): Go, the Python environment with
+#                         Hera (`pvbench argo …`), MinIO, helm/kubeconform, the real Argo engines
+#                         (built from the Go module proxy, ~14 min the first time on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
+part=${1:-all}
+case "$part" in
+  all) extras="argo test" ;;
+  demo) extras="" ;;
+  cluster) extras="argo" ;;
+  *) echo "usage: ci/setup.sh [demo|cluster]   (no argument: everything)" >&2; exit 2 ;;
+esac
+for_part() { [ "$part" = all ] || [[ " $* " == *" $part "* ]]; }  # this run sets up one of these parts
+
 need_apt=()
-command -v fio >/dev/null || need_apt+=(fio)
-command -v chromium >/dev/null || need_apt+=(chromium)
-command -v node >/dev/null || need_apt+=(nodejs npm)
-command -v go >/dev/null || need_apt+=(golang-go)
+for_part demo && { command -v fio >/dev/null || need_apt+=(fio); }
+[ "$part" = all ] && { command -v chromium >/dev/null || need_apt+=(chromium); }
+for_part demo && { command -v node >/dev/null || need_apt+=(nodejs npm); }
+for_part cluster && { command -v go >/dev/null || need_apt+=(golang-go); }
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt: ${need_apt[*]}"
@@ -22,24 +38,34 @@ fi
 # The Evidence project's npm packages install beside the Python environment (a fresh clone: ~35 s
 # of npm beside ~55 s of pip, mostly downloads from the caches and disk); its output is shown after.
 REPORT_LOG=""
-if [ -f ci/install-report.sh ]; then
+if for_part demo && [ -f ci/install-report.sh ]; then
   REPORT_LOG=$(mktemp)
   setsid -w bash ci/install-report.sh >"$REPORT_LOG" 2>&1 &  # a process group of its own: npm and all
   REPORT_PID=$!
   trap 'kill -- "-$REPORT_PID" 2>/dev/null || true; rm -f "$REPORT_LOG"' EXIT  # a failed step above: npm stops too
 fi
 
-if [ ! -x .venv/bin/pvbench ] || [ sdk/pyproject.toml -nt .venv/.installed ]; then
-  log "python: .venv with pvbench and its pinned dependencies"
+# The venv's extras: .venv/.extras names those installed (a venv of an earlier setup.sh, which
+# has .installed only, has both); a part that wants one more installs again, keeping the others.
+have=""
+if [ -f .venv/.installed ]; then have=$(cat .venv/.extras 2>/dev/null || echo "argo test"); fi
+missing=""
+for e in $extras; do [[ " $have " == *" $e "* ]] || missing="$missing $e"; done
+if [ ! -x .venv/bin/pvbench ] || [ sdk/pyproject.toml -nt .venv/.installed ] || [ -n "$missing" ]; then
+  all_extras=$(printf '%s\n' $have $extras | sort -u | xargs)
+  log "python: .venv with pvbench and its pinned dependencies${all_extras:+ (extras: $all_extras)}"
   python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e "sdk[argo,test]"
+  .venv/bin/pip install -q -e "sdk${all_extras:+[${all_extras// /,}]}"
+  echo "$all_extras" >.venv/.extras
   touch .venv/.installed
 fi
 
-log "minio";  bash ci/install-minio.sh
-if [ -f ci/install-tools.sh ]; then log "helm, kubeconform"; bash ci/install-tools.sh; fi
-log "argo engines (workflow-controller, argoexec, argo, argo-events, nats-server)"; bash ci/install-argo.sh
+if for_part cluster; then
+  log "minio";  bash ci/install-minio.sh
+  if [ -f ci/install-tools.sh ]; then log "helm, kubeconform"; bash ci/install-tools.sh; fi
+  log "argo engines (workflow-controller, argoexec, argo, argo-events, nats-server)"; bash ci/install-argo.sh
+fi
 if [ -n "$REPORT_LOG" ]; then
   log "evidence report"
   report_rc=0
@@ -49,4 +75,4 @@ if [ -n "$REPORT_LOG" ]; then
   rm -f "$REPORT_LOG"
   [ "$report_rc" = 0 ] || { echo "ci/install-report.sh failed (exit $report_rc)" >&2; exit "$report_rc"; }
 fi
-log "setup done"
+log "setup done ($part)"

@@ -111,3 +111,28 @@ def test_the_command_list_needs_no_hera():
     for name in ("argo", "render", "submit", "report", "stats", "compare"):
         assert f"│ {name} " in result.stdout
     assert "unavailable" not in result.stdout
+
+
+def test_every_commands_help_renders():
+    """`--help` of every command and group, in-process: a help text is rich markup, and a bracket
+    in it (`s3://bucket[/prefix]`) crashed `pvbench report serve --help` with a MarkupError."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from pvbench.cli import main
+
+    main.mount_for([])  # every optional group (as `pvbench --help` mounts them)
+    root = typer.main.get_command(main.app)
+    paths: list[list[str]] = []
+
+    def walk(command, path: list[str]) -> None:
+        paths.append(path)
+        for name, sub in (getattr(command, "commands", None) or {}).items():  # a group's commands
+            walk(sub, [*path, name])
+
+    walk(root, [])
+    assert len(paths) > 30
+    runner = CliRunner()
+    for path in paths:
+        result = runner.invoke(main.app, [*path, "--help"])
+        assert result.exit_code == 0 and result.exception is None, (path, result.output[-500:], result.exception)

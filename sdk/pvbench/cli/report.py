@@ -122,7 +122,7 @@ def serve(
         Optional[str],
         typer.Option(
             "--store",
-            help="A store (s3://bucket[/prefix] or a directory): serve its reports; /open/CAMPAIGN/RUN "
+            help="A store (s3://bucket\\[/prefix] or a directory): serve its reports; /open/CAMPAIGN/RUN "
             "switches to one, / lists them",
         ),
     ] = None,

@@ -7,7 +7,7 @@ result, user file or earlier run lost or counted twice.
 A case module (``cases_<area>.py`` in this folder) defines ``CASES``: a list of ``Case``. Each
 case's ``run(ctx)`` does the thing in a fresh directory and returns an ``Outcome``; ``ok`` says
 whether the rule held. ``sdk/tests/test_faults.py`` runs every case (pytest), and
-``ci/fault_table.py`` prints the table that docs/faults.md shows.
+``sdk/tests/fault_table.py`` prints the table that docs/faults.md shows.
 """
 
 from __future__ import annotations
@@ -49,9 +49,19 @@ class Ctx:
         self, *args: str, timeout: float = 120, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess:
         """Run `pvbench ARGS` as a user would, in the case's directory."""
+        return pvbench(*args, cwd=self.tmp, timeout=timeout, env=self._env(env), input=input)
+
+    def start(self, *args: str, env: dict[str, str] | None = None, stdout=subprocess.PIPE) -> subprocess.Popen:
+        """`pvbench ARGS` started as ``cli`` runs it, for a case that acts while it runs; its
+        stderr (and by default its stdout) a pipe, as text."""
+        return subprocess.Popen(
+            [*PVBENCH, *args], cwd=self.tmp, env=self._env(env), stdout=stdout, stderr=subprocess.PIPE, text=True
+        )
+
+    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         full_env = {**os.environ, **self.env, **(env or {})}
         full_env["PYTHONPATH"] = str(REPO / "sdk") + os.pathsep + full_env.get("PYTHONPATH", "")
-        return pvbench(*args, cwd=self.tmp, timeout=timeout, env=full_env, input=input)
+        return full_env
 
 
 @dataclass

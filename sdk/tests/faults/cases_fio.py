@@ -240,6 +240,14 @@ def _processes_under(path: Path) -> list[int]:
     return pids
 
 
+def _is_fio(pid: int) -> bool:
+    """fio itself (not the keeper that starts it, whose command line names the job file too)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "fio"
+    except OSError:
+        return False
+
+
 def sigterm_mid_cell(ctx: Ctx) -> Outcome:
     tmp = ctx.tmp / "tmp"  # fio's job files (pvbench-fio-*) go here: the case sees only its own
     tmp.mkdir()
@@ -254,13 +262,16 @@ def sigterm_mid_cell(ctx: Ctx) -> Outcome:
         text=True,
     )
     deadline = time.monotonic() + 60
-    # wait for the first stored result, then for the next cell's fio to be running
+    # wait for the first stored result, then for the next cell's fio to be running (laying out or
+    # measuring): its process is there, however long it took to start on a busy machine
     while time.monotonic() < deadline and not _results(ctx.tmp / "store"):
         time.sleep(0.05)
-    while time.monotonic() < deadline and not [p for p in tmp.glob("pvbench-fio-*") if (p / "job.fio").exists()]:
-        time.sleep(0.02)
-    time.sleep(0.4)  # fio is laying out or measuring
-    fio_before = _processes_under(tmp)
+    fio_before: list[int] = []
+    while time.monotonic() < deadline and proc.poll() is None and not fio_before:
+        if [p for p in tmp.glob("pvbench-fio-*") if (p / "job.fio").exists()]:
+            fio_before = [pid for pid in _processes_under(tmp) if _is_fio(pid)]
+        if not fio_before:
+            time.sleep(0.02)
     proc.send_signal(signal.SIGTERM)
     try:
         _, stderr = proc.communicate(timeout=60)
