@@ -295,7 +295,7 @@ def test_local_mode_aggregates_one_number_per_class(tmp_path):
     for sc in ("alpha", "beta"):
         _, _, objective, n_cells, n_met, n, mean, low, high, basis, unit = by[(sc, "loose")]
         assert objective == "p99 ≤ 10 s" and (n_cells, n_met, n) == (2, 2, 2) and unit == "IOPS"
-        assert mean > 0 and low <= mean <= high and basis == "2 occasions"
+        assert mean > 0 and low <= mean <= high and basis.startswith("2 occasions")
         _, _, objective, n_cells, n_met, n, mean, *_ = by[(sc, "tight")]
         assert objective == "p99.9 ≤ 1 µs" and (n_cells, n_met) == (2, 0) and n is None and mean is None
     # an ordinary metric: in the summary, with its unit and direction of good

@@ -90,7 +90,7 @@ def test_compare_same_media_twice_then_a_slower_medium(tmp_path, shm_dir, fio_bi
     assert {(r["workload"], r["direction"]) for r in rows} == {("randread", "read"), ("randwrite", "write")}
     assert all(r["verdict"] == "no meaningful difference" and r["n_baseline"] == 6 for r in rows), rows
     assert all(
-        r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "Welch" in r["method"] for r in rows
+        r["occasions_baseline"] == 3 and r["occasions_candidate"] == 3 and "pooled t" in r["method"] for r in rows
     ), rows
     # a busy runner can make a 1-second cell lose much of its rate (CI twice saw a mean of six
     # values move ≥ 10 % on the same tmpfs, with the verdict unmoved, as it must be): the typical

@@ -13,14 +13,13 @@ classes):
 * the change is estimated on the log scale of the occasion means, so the ratio
   candidate ÷ baseline (of geometric means of occasion means) and its interval come from one
   t statistic: ``d = mean(log m_cand) − mean(log m_base)``, ``ratio = exp(d)``;
-* its standard error comes from the **day-to-day (between-occasion) variation**:
-
-  - both sides on ≥ 2 occasions: Welch's t on the two sets of occasion means;
-  - one side on a single occasion (the upgrade gate: one candidate run against a baseline
-    history): that side's day-to-day variation is taken from the other side's occasions,
-    pooled with the class's earlier occasions if the caller passes them (``history``);
-  - both sides on a single occasion: only a history of this class and metric can say how
-    much occasions differ; without one the verdict is **withheld**, with the reason;
+* its standard error comes from the **day-to-day (between-occasion) variation**, pooled over
+  both sides' occasions and the class's earlier ones (``history``), each group around its own
+  mean, and **moderated** (pvbench.stats.moderated): with few occasions a cell borrows strength
+  from the other cells of its comparisons (a prior that compare_many fits, or the caller
+  passes), never below the repetitions' noise of an occasion mean; the t test has the
+  cell's degrees of freedom plus the prior's. Only a cell with no degrees of freedom of its
+  own and no prior is **withheld**, with the reason;
 
 * the p-value is that same t statistic's (two-sided); Holm's step-down correction runs over
   every metric judged in one call, so gating on twenty metrics does not raise the
@@ -98,7 +97,7 @@ class Comparison:
     p_value: float
     df: float
     method: str
-    """How the day-to-day variation was judged (Welch, pooled with history, …)."""
+    """How the day-to-day variation was judged (pooled, with history, moderated by a prior, …)."""
     cliffs_delta: float
     hl_shift: float
     reason: str = ""
