@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, THESIS_CSV
+from conftest import THESIS_CSV
 from scipy import stats
 from stats_helpers import doc
 
@@ -110,12 +110,9 @@ def test_plan_stream_repeats_only_the_noisy_cell_until_precise_or_capped(tmp_pat
 
 
 def _resample_module():
-    import importlib.util
+    from pvbench_lab import adaptive_resample
 
-    spec = importlib.util.spec_from_file_location("adaptive_resample", REPO / "ci" / "adaptive_resample.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return adaptive_resample
 
 
 def test_resample_replays_local_modes_rounds_exactly(tmp_path):
@@ -159,7 +156,8 @@ def test_resample_script_on_the_thesis_runs():
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO / "ci" / "adaptive_resample.py"),
+            "-m",
+            "pvbench_lab.adaptive_resample",
             "--csv",
             str(THESIS_CSV),
             "--sims",
