@@ -231,6 +231,20 @@ def _lifecycle(run: str, started: datetime, seed: str) -> VolumeLifecycle:
     )
 
 
+def _at_iops(direction: str, iops: float, test) -> DirectionMetrics:
+    """One direction of a test that ran at ``iops``: its MiB/s, and the latency its queue depth
+    gives (Little's law), p99 2.2× the mean."""
+    lat = test.iodepth / iops * 1e6
+    return DirectionMetrics(
+        direction=direction,
+        iops=iops,
+        bw_mib_s=iops * test.bs_bytes / 2**20,
+        lat_mean_us=lat,
+        lat_p99_us=lat * 2.2,
+        lat_kind="clat",
+    )
+
+
 def _upgrade(rng: random.Random) -> list[ResultDocument]:
     profile = PROFILES["dbench"]
     tests = [t for t in profile.tests if t.name in UPGRADE_TESTS]
@@ -244,17 +258,7 @@ def _upgrade(rng: random.Random) -> list[ResultDocument]:
                     iops *= write_factor if direction == "write" else 1.0
                     iops *= 0.75 if rep == 1 else 1.0
                     iops = rng.gauss(iops, iops * 0.03)
-                    lat = test.iodepth / iops * 1e6
-                    metrics = [
-                        DirectionMetrics(
-                            direction=direction,
-                            iops=iops,
-                            bw_mib_s=iops * test.bs_bytes / 2**20,
-                            lat_mean_us=lat,
-                            lat_p99_us=lat * 2.2,
-                            lat_kind="clat",
-                        )
-                    ]
+                    metrics = [_at_iops(direction, iops, test)]
                     started = T0.replace(hour=0) + timedelta(days=day, hours=hour, minutes=rep * len(tests) + order)
                     docs.append(
                         _doc(
@@ -301,17 +305,7 @@ def _demo(rng: random.Random) -> list[ResultDocument]:
                             continue
                         iops = rng.gauss(2000.0 * test.iodepth / 64 * speed, 100.0 * test.iodepth / 64 * speed)
                         iops *= share / 100 if test.rw == "randrw" else 1.0
-                        lat = test.iodepth / iops * 1e6
-                        metrics.append(
-                            DirectionMetrics(
-                                direction=direction,
-                                iops=iops,
-                                bw_mib_s=iops * test.bs_bytes / 2**20,
-                                lat_mean_us=lat,
-                                lat_p99_us=lat * 2.2,
-                                lat_kind="clat",
-                            )
-                        )
+                        metrics.append(_at_iops(direction, iops, test))
                     started = T0 + timedelta(days=day, minutes=rep * 20 + order * 2 + (sc == "tmpfs"))
                     docs.append(
                         _doc(
