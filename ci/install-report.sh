@@ -5,7 +5,9 @@
 # Parquet without downloading an extension, and reports/scripts/sveltekit-workers.mjs, which
 # ends SvelteKit's build workers when done and starts its client build once the server build's
 # memory is free (the build's peak memory), and reports/scripts/sveltekit-bundles.mjs, which lets
-# a build reuse the site's bundles an earlier build compiled (pvbench.report.bundles). After this,
+# a build reuse the site's bundles an earlier build compiled (pvbench.report.bundles), and
+# reports/scripts/relative-base.mjs, which makes the built site work under any path prefix (the
+# Argo UI's artifact view, an S3 website, an ingress sub-path). After this,
 # `pvbench report build` needs no network at all.
 # Idempotent: does nothing when node_modules already matches the lock file and the patch.
 set -euo pipefail
@@ -19,10 +21,11 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 
 stamp=node_modules/.pvbench-install-stamp
 want=$(cat package.json package-lock.json scripts/offline-parquet.mjs scripts/sveltekit-workers.mjs \
-  scripts/sveltekit-bundles.mjs scripts/kit-patch.mjs scripts/replace-once.mjs | sha256sum | cut -d' ' -f1)
+  scripts/sveltekit-bundles.mjs scripts/relative-base.mjs scripts/kit-patch.mjs scripts/replace-once.mjs | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && node scripts/offline-parquet.mjs >/dev/null 2>&1 \
-  && node scripts/sveltekit-workers.mjs >/dev/null 2>&1 && node scripts/sveltekit-bundles.mjs >/dev/null 2>&1; then
-  echo "reports/: node_modules matches package-lock.json, offline Parquet and SvelteKit build patches in place"
+  && node scripts/sveltekit-workers.mjs >/dev/null 2>&1 && node scripts/sveltekit-bundles.mjs >/dev/null 2>&1 \
+  && node scripts/relative-base.mjs >/dev/null 2>&1; then
+  echo "reports/: node_modules matches package-lock.json, offline Parquet, SvelteKit build and relative-base patches in place"
   exit 0
 fi
 
@@ -34,4 +37,5 @@ npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 node scripts/offline-parquet.mjs
 node scripts/sveltekit-workers.mjs
 node scripts/sveltekit-bundles.mjs
+node scripts/relative-base.mjs
 echo "$want" > "$stamp"

@@ -23,16 +23,21 @@ while the other worker runs the rest of the suite.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import duckdb
 import pytest
@@ -398,6 +403,15 @@ def test_an_install_without_the_workers_patch_is_a_clear_error(tmp_path, monkeyp
     with pytest.raises(ReportError, match="pvbench-sveltekit-bundles.*reuse.*install-report.sh"):
         report_build.check_installed(project)  # the bundles patch (reports/scripts/sveltekit-bundles.mjs)
     vite.write_text(f"// {report_build.WORKERS_PATCH_MARKER}: not now\n// {BUNDLES_PATCH_MARKER}: reused")
+    # the patch that makes the site work under any path prefix (reports/scripts/relative-base.mjs)
+    for patched in report_build.RELATIVE_BASE_PATCHED_FILES:
+        with pytest.raises(
+            ReportError, match=f"relative-base.*{re.escape(patched)}.*any path prefix.*install-report.sh"
+        ):
+            report_build.check_installed(project)
+        file = modules / "@evidence-dev" / patched
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(f"// {report_build.RELATIVE_BASE_MARKER}: base from SvelteKit")
     assert report_build.check_installed(project) == project
 
 
@@ -1215,6 +1229,131 @@ def test_no_request_leaves_loopback_and_no_errors(which, request):
         shot = Path(page["screenshot"])
         assert shot.is_file() and shot.stat().st_size > 20_000
     assert not [str(p) for p in site.site.rglob("*.html") if b"Search Failed" in p.read_bytes()]
+
+
+# Where the Argo UI's artifact view serves a run's report (argo-server's /artifact-files/<namespace>/
+# workflows/<workflow>/<node-id>/outputs/<artifact>/<file>)
+ARGO_ARTIFACT_PREFIX = "/artifact-files/pvbench/workflows/wf-1/node-2/outputs/report/"
+
+
+class _StaticFiles(SimpleHTTPRequestHandler):
+    """A plain static file server, as an S3 website or an artifact server is to the site: no
+    pvbench code, no caching headers, a folder's index.html for its path; it notes every path asked."""
+
+    asked: list[str]
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm"}
+
+    def send_head(self):
+        self.asked.append(unquote(urlsplit(self.path).path))
+        return super().send_head()
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002
+        pass
+
+
+def serve_under_prefixes(
+    site: Path, root: Path, prefixes: tuple[str, ...]
+) -> tuple[ThreadingHTTPServer, str, list[str]]:
+    """Serve ``site`` at each of ``prefixes`` (and nothing at the web root) from a folder tree
+    under ``root``; the server, its base URL and the paths it was asked for."""
+    for prefix in prefixes:
+        place = root / prefix.strip("/")
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.symlink_to(site, target_is_directory=True)
+    asked: list[str] = []
+    handler = type("StaticFiles", (_StaticFiles,), {"asked": asked})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host}:{port}", asked
+
+
+@pytest.mark.slow
+@THESIS
+def test_the_site_works_under_any_path_prefix(reports, thesis_site, tmp_path):
+    """One build opens from any path prefix, with no server of ours: the Argo UI's artifact view
+    (ARGO_ARTIFACT_PREFIX), an S3 website (…/report/index.html), an ingress sub-path. The site
+    (thesis_site's, built before the prefixes were chosen) is served by a plain static server at
+    the Argo path and at a prefix made up after the build; nothing is served at the web root.
+    Charts are drawn (the data came through the browser's DuckDB), links of the page's text and of
+    the sidebar lead to pages under the same prefix, a page two levels down loads on its own, and
+    no request leaves the prefix (reports/svelte.config.js paths.relative,
+    reports/scripts/relative-base.mjs)."""
+    ingress = f"/team-{secrets.token_hex(4)}/reports/thesis/"  # no build could know it
+    server, url, asked = serve_under_prefixes(thesis_site.site, tmp_path / "www", (ARGO_ARTIFACT_PREFIX, ingress))
+    try:
+        result = browse(
+            reports,
+            url,
+            ARTIFACTS / "prefix",
+            [
+                {"name": "index", "path": ARGO_ARTIFACT_PREFIX, "minCharts": 10},
+                # a link of the page's markdown ([box plots](/boxplots/)), clicked
+                {"name": "boxplots", "path": ARGO_ARTIFACT_PREFIX + "boxplots/", "minCharts": 10, "via": "box plots"},
+                # the sidebar's link (Evidence's layout), clicked
+                {
+                    "name": "comparisons",
+                    "path": ARGO_ARTIFACT_PREFIX + "comparisons/",
+                    "minCharts": 6,
+                    "via": "Comparisons",
+                },
+                # a link the page makes from the data (/storage-classes/{class}/), clicked
+                {"name": "classes", "path": ingress + "storage-classes/", "load": True},
+                {"name": "portworx", "path": ingress + "storage-classes/Portworx/", "minCharts": 10, "via": "Portworx"},
+                # a page two levels down, loaded on its own; and index.html as an S3 website's link names it
+                {
+                    "name": "azure",
+                    "path": ingress + "storage-classes/Azure%20Disk%20Storage/",
+                    "minCharts": 10,
+                    "load": True,
+                },
+                {"name": "index-html", "path": ingress + "index.html", "minCharts": 10, "load": True},
+            ],
+            follow_links=True,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    for page in result["pages"]:
+        assert page["status"] == 200, page["url"]
+        assert not page["consoleErrors"], (page["url"], page["consoleErrors"])
+        assert all(painted(c) for c in page["charts"]), (page["url"], page["charts"])
+    pages = {p["name"]: p for p in result["pages"]}
+    assert len(pages["index"]["charts"]) == 10 and len(pages["index-html"]["charts"]) == 10
+    assert THESIS_MEANS["Random read IOPS"] in pages["index"]["text"]
+    assert PORTWORX_READ_IOPS in pages["index-html"]["text"]
+    assert len(pages["boxplots"]["charts"]) == 10 and len(pages["portworx"]["charts"]) >= 10
+    assert "Portworx" in pages["portworx"]["title"] + pages["portworx"]["text"]
+    assert result["external"] == [] and result["bad"] == []  # no 404: nothing asked where it is not
+    # every request stayed under the prefix its page was opened at: none to the web root
+    origin = url
+    outside = [u for u in result["requests"] if not u.startswith((origin + ARGO_ARTIFACT_PREFIX, origin + ingress))]
+    assert not outside, outside
+    assert not [p for p in asked if not p.startswith((ARGO_ARTIFACT_PREFIX, ingress))]
+    # the data: the manifest and the Parquet tables, and DuckDB's WebAssembly, under both prefixes
+    for prefix in (ARGO_ARTIFACT_PREFIX, ingress):
+        assert prefix + "data/manifest.json" in asked, prefix
+        assert any(p.startswith(prefix + "data/") and p.endswith(".parquet") for p in asked), prefix
+        assert any(p.startswith(prefix + "_app/immutable/") and p.endswith(".wasm") for p in asked), prefix
+
+
+@pytest.mark.slow
+@THESIS
+def test_the_built_pages_name_no_root_absolute_url(thesis_site):
+    """The prerendered pages carry relative URLs only (./_app/…, ../runs/, ../../storage-classes/x/):
+    a root-absolute one (href="/runs/") would leave the prefix the site is served under."""
+    absolute = re.compile(rb"""\b(?:href|src|action)=["']?/(?!/)[^"'\s>]*""")
+    found = {}
+    for page in thesis_site.site.rglob("*.html"):
+        hits = absolute.findall(page.read_bytes())
+        if hits:
+            found[str(page.relative_to(thesis_site.site))] = sorted({h.decode() for h in hits})[:5]
+    assert not found, found
+    index = (thesis_site.site / "index.html").read_text()
+    assert 'href="./_app/immutable/' in index and 'href="./boxplots' in index
+    nested = (thesis_site.site / "storage-classes" / "Portworx" / "index.html").read_text()
+    assert 'href="../../_app/immutable/' in nested
 
 
 def _fake_site(root: Path, text: str, size: int = 0) -> Path:

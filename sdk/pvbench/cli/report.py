@@ -138,7 +138,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="TCP port")] = 8000,
     host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "127.0.0.1",
 ) -> None:
-    """Serve a built report over HTTP until Ctrl-C (file:// does not work: asset paths are absolute).
+    """Serve a built report over HTTP until Ctrl-C (file:// does not work: browsers block the data's fetches).
 
     A report in S3/MinIO is downloaded to a temporary directory first (PVBENCH_S3_ENDPOINT,
     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as for any s3:// store) and removed on exit.

@@ -98,6 +98,15 @@ WORKERS_PATCH_MARKER = "pvbench-sveltekit-workers v2"
 WORKERS_PATCHED_FILES = ("src/utils/fork.js", "src/exports/vite/index.js")
 # reports/scripts/sveltekit-bundles.mjs: the build reuses the bundles of an earlier build (pvbench.report.bundles)
 BUNDLES_PATCHED_FILE = "src/exports/vite/index.js"
+# reports/scripts/relative-base.mjs, with paths.relative in reports/svelte.config.js: the built site
+# finds the path prefix it is served under in the browser (the Argo UI's artifact view, an S3
+# website, an ingress sub-path), so one build works under any prefix; without it, only at a web root
+RELATIVE_BASE_MARKER = "pvbench-relative-base v1"
+RELATIVE_BASE_PATCHED_FILES = (  # in node_modules/@evidence-dev/
+    "sdk/src/utils/svelte/index.js",
+    "sdk/src/build-dev/svelte/processors/addBasePathToHrefAndSrc/addBasePathToHrefAndSrc.js",
+    "evidence/template/src/hooks.js",  # added: SvelteKit's reroute hook (…/index.html is …/)
+)
 
 
 # glibc's malloc for the build's Node (each unless set already): at most 2 arenas for its threads,
@@ -172,6 +181,13 @@ def check_installed(project: Path | None = None) -> Path:
             f"the Evidence install lacks {BUNDLES_PATCH_MARKER} in SvelteKit's {BUNDLES_PATCHED_FILE}, the patch "
             f"that lets a build reuse the site's compiled bundles (every build would take ~2 minutes): {hint}"
         )
+    for patched in RELATIVE_BASE_PATCHED_FILES:
+        file = project / "node_modules" / "@evidence-dev" / patched
+        if not file.is_file() or RELATIVE_BASE_MARKER not in file.read_text(encoding="utf-8", errors="replace"):
+            raise ReportError(
+                f"the Evidence install lacks {RELATIVE_BASE_MARKER} in @evidence-dev/{patched}, the patch that "
+                f"makes the built site work under any path prefix (it would work at a web root only): {hint}"
+            )
     return project
 
 
@@ -443,7 +459,8 @@ def build_report(
 ) -> Path:
     """Build the static report site from ``data_dir``'s report_* Parquet tables into ``out_dir``.
 
-    Returns ``out_dir``. Serve it over HTTP (``serve_report``); asset paths are absolute.
+    Returns ``out_dir``. Serve it over HTTP (``serve_report``, or any static file server), at the web
+    root or under any path prefix: its URLs are relative (reports/scripts/relative-base.mjs).
     """
     installed = check_installed()
     project = _working_project(installed)

@@ -1,8 +1,9 @@
-"""Serve a built report over HTTP (its asset paths are absolute, so file:// does not work).
+"""Serve a built report over HTTP (a browser does not let a page fetch its data over file://).
 
 Two ways: one site directory (``make_server``), or a whole store (``make_store_server``), where
-``/open/<campaign>/<run>`` fetches that run's report from the store and serves it at ``/`` (an
-Evidence site only works at the root of its server, so the server shows one report at a time).
+``/open/<campaign>/<run>`` fetches that run's report from the store and serves it at ``/`` (one
+report at a time). The site needs neither: its URLs are relative, so any static file server, at
+any path prefix, serves it too (pvbench.report.build, reports/scripts/relative-base.mjs).
 """
 
 from __future__ import annotations
