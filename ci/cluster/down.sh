@@ -65,7 +65,7 @@ if [ -s "$HOST_STATE" ]; then
     losetup "$dev" 2>/dev/null | grep -qF "$file" && losetup -d "$dev"
   done <"$HOST_STATE"
 fi
-for dev in $(losetup -j "$MEDIA/ext4.img" -O NAME -n 2>/dev/null) $(losetup -j "$MEDIA/xfs.img" -O NAME -n 2>/dev/null); do
+for dev in $(for fs in ext4 xfs qos; do losetup -j "$MEDIA/$fs.img" -O NAME -n 2>/dev/null; done); do
   losetup -d "$dev"
 done
 

@@ -43,8 +43,15 @@ MEDIA_SIZE=${PVBENCH_CLUSTER_MEDIA_SIZE:-4G}                 # each loop-device 
 TMPFS_SIZE=${PVBENCH_CLUSTER_TMPFS_SIZE:-3G}
 
 # Storage classes: name -> medium. Every class is provisioned by ci/cluster/provisioner.py.
-STORAGE_CLASSES=(pvbench-ext4 pvbench-xfs pvbench-tmpfs)
+# pvbench-qos is ext4 too, on a loop device of its own: the class whose driver the upgrade test
+# changes (sdk/tests/test_cluster_upgrade.py).
+STORAGE_CLASSES=(pvbench-ext4 pvbench-xfs pvbench-tmpfs pvbench-qos)
 PROVISIONER_NAME=pvbench.io/local-media
+
+# argo-server's Content-Security-Policy for artifact files, as docs/kubernetes.md recommends it
+# for opening reports in the Argo UI: the report's own scripts, WebAssembly (DuckDB) and workers
+# may run; nothing may be fetched from elsewhere.
+ARTIFACT_CSP="sandbox allow-same-origin allow-scripts allow-popups allow-forms; base-uri 'self'; default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; worker-src 'self' blob:; connect-src 'self' blob: data:; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; font-src 'self' data:"
 
 # Images the chart and the tests use (tags as in charts/pvbench/values.yaml).
 RUNNER_IMAGE=${PVBENCH_RUNNER_IMAGE:-ghcr.io/pvbench/pvbench-runner:0.1.0}

@@ -117,10 +117,14 @@ def _tag_xdist_groups(items) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def cluster_runs_up_front(request):
     """With cluster tests selected and a node up, start the long benchmark run of test_cluster_run
-    at once: it then runs beside the other cluster tests' runs instead of after them."""
+    and the upgrade scenario's baselines at once: they then run beside the other cluster tests'
+    runs instead of after them."""
     if not any(item.get_closest_marker("cluster") for item in request.session.items):
         return
     from pvbench.testing.cluster import kube_or_none, main_run
+    from pvbench.testing.upgrade import baseline_runs
 
     if kube_or_none() is not None:
         main_run()
+        if any(item.path.name == "test_cluster_upgrade.py" for item in request.session.items):
+            baseline_runs()  # the upgrade scenario's history, on a node selection of its own

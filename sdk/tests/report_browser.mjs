@@ -4,7 +4,10 @@
 //                             "pages": [{"name": "index", "path": "/"}], "outDir": "/tmp/shots"}'
 //
 // A page may also give "select" (an option of its first Dropdown to pick after loading) and
-// "waitText" (what the page shows once the choice took effect); the result lists the options.
+// "waitText" (what the page shows once the choice took effect); the result lists the options;
+// and "via": the text of a link on the open page that leads to it (args.navigate 'client'),
+// clicked as a reader does (the link's own href, not one made by the test); or "load": true,
+// loaded afresh in a new tab even when pages are reached by following links.
 // For every page: loads it, waits until the charts are drawn, measures how much of each
 // ECharts canvas is painted, collects the page text, failed/outbound requests and console
 // errors, and saves a full-page screenshot. Prints one JSON object on stdout (with "refetched":
@@ -30,8 +33,11 @@ mkdirSync(args.outDir, { recursive: true });
 const profile = mkdtempSync(path.join(tmpdir(), 'pvbench-browser-'));
 const context = await chromium.launchPersistentContext(profile, {
 	executablePath: args.chromium ?? '/usr/bin/chromium',
-	args: ['--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1', '--no-sandbox'],
-	viewport: { width: 1440, height: 900 }
+	// every host but the site's own (127.0.0.1, or e.g. argo-server's pod address) is unreachable
+	args: [`--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE ${new URL(args.base).hostname}`, '--no-sandbox'],
+	viewport: { width: 1440, height: 900 },
+	// args.insecure: a server with a self-signed certificate (argo-server in the CI cluster)
+	ignoreHTTPSErrors: Boolean(args.insecure)
 });
 const requests = [];
 const transfers = {}; // URL -> how many times its body came over the network (not from the cache)
@@ -138,12 +144,25 @@ async function follow(url) {
 	return { page, consoleErrors: tabErrors, status: res.status() };
 }
 
+/** Click the link named `via` (its whole text) on the open tab; it must lead to `url`. */
+async function click(url, via) {
+	const page = tab;
+	tabErrors.length = 0;
+	await page.getByRole('link', { name: via, exact: true }).first().click({ timeout: 30_000 });
+	await page.waitForURL(url, { timeout: 120_000 });
+	await page.waitForLoadState('networkidle', { timeout: 120_000 });
+	const res = await context.request.get(url);
+	return { page, consoleErrors: tabErrors, status: res.status() };
+}
+
 /** Load one page, wait for its charts, screenshot it; its text, charts and errors. */
-async function visit(name, p, minCharts, select, waitText) {
+async function visit(name, p, minCharts, select, waitText, via, load) {
 	const started = Date.now();
 	const url = origin + p;
 	let loaded;
-	if (args.navigate === 'client' && tab && new URL(tab.url()).pathname !== new URL(url).pathname) {
+	if (args.navigate === 'client' && tab && via) {
+		loaded = await click(url, via);
+	} else if (args.navigate === 'client' && tab && !load && new URL(tab.url()).pathname !== new URL(url).pathname) {
 		loaded = await follow(url);
 	} else {
 		if (tab) await tab.close();
@@ -184,13 +203,13 @@ async function visit(name, p, minCharts, select, waitText) {
 }
 
 const results = [];
-for (const { name, path: p, minCharts = 0, select, waitText } of args.pages) {
-	let result = await visit(name, p, minCharts, select, waitText);
+for (const { name, path: p, minCharts = 0, select, waitText, via, load } of args.pages) {
+	let result = await visit(name, p, minCharts, select, waitText, via, load);
 	// Chromium aborts in-flight requests when the host's network configuration changes (another
 	// process adding an address or a bridge): that is the machine, not the report. Load it again.
 	if (result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED'))) {
 		const first = result.consoleErrors;
-		result = await visit(name, p, minCharts, select, waitText);
+		result = await visit(name, p, minCharts, select, waitText, undefined, load); // not clicked to, again
 		result.retriedAfter = first;
 	}
 	results.push(result);

@@ -481,6 +481,29 @@ def test_events_are_bounded():
     assert not [t for t in sensor["spec"]["triggers"] if "rateLimit" in t]
 
 
+def test_each_csi_driver_can_have_its_own_classes_and_parameters():
+    """A cluster with two drivers benchmarks each one's classes, with the tests that matter to it:
+    a workload's storageClasses and parameters come first, events.parameters fill in the rest."""
+    out = load_yaml_docs(helm_template(ALL_ON_VALUES))
+    [sensor] = [d for d in out if d["kind"] == "Sensor"]
+
+    def arguments(trigger: str) -> dict[str, str]:
+        [t] = [t for t in sensor["spec"]["triggers"] if t["template"]["name"] == trigger]
+        params = t["template"]["k8s"]["source"]["resource"]["spec"]["arguments"]["parameters"]
+        return {p["name"]: p["value"] for p in params}
+
+    rbd, ebs = arguments("csi-rook-ceph-csi"), arguments("csi-ebs-csi-node")
+    assert json.loads(rbd["storage-classes"]) == ["ceph-rbd"] and json.loads(ebs["storage-classes"]) == ["gp3", "io2"]
+    assert (rbd["campaign"], rbd["tests"], rbd["repetitions"]) == ("ceph-upgrades", "randwrite-iops,randwrite-lat", "5")
+    assert ebs["campaign"] == "upgrades" and "tests" not in ebs
+
+
+_WORKLOAD = tuple(
+    f"events.csi.workloads[0].{k}={v}"
+    for k, v in {"name": "rbd", "namespace": "rook-ceph", "kind": "DaemonSet", "namePrefix": "csi-rbdplugin"}.items()
+)
+
+
 @pytest.mark.parametrize(
     "sets, message",
     [
@@ -502,6 +525,23 @@ def test_events_are_bounded():
             "events.csi.storageClasses names 2 classes, more than benchmark.maxStorageClasses=1",
         ),
         (("events.rateLimit.unit=Day",), "rateLimit/unit"),
+        (
+            ("events.enabled=true", *_WORKLOAD, "events.csi.workloads[0].parameters.bogus=1"),
+            'events.csi.workloads[rbd].parameters: "bogus" is not a parameter of pvbench-benchmark',
+        ),
+        (
+            ("events.enabled=true", *_WORKLOAD, "events.csi.workloads[0].parameters.role=baseline"),
+            '"role" is set by each trigger',
+        ),
+        (
+            (
+                "benchmark.maxStorageClasses=1",
+                "events.enabled=true",
+                *_WORKLOAD,
+                "events.csi.workloads[0].storageClasses={a,b}",
+            ),
+            "events.csi.workloads[rbd].storageClasses names 2 classes, more than benchmark.maxStorageClasses=1",
+        ),
     ],
 )
 def test_chart_rejects_bad_values(sets, message):

@@ -15,6 +15,7 @@ import json
 import subprocess
 
 import pytest
+from browser_helpers import browse
 from cli_helpers import PVBENCH_SCRIPT
 
 from pvbench.results import ResultDocument
@@ -27,6 +28,7 @@ from pvbench.store.layout import (
     report_prefix,
     results_prefix,
 )
+from pvbench.testing import REPO
 from pvbench.testing.cluster import (
     BUCKET,
     MAIN_RUN,
@@ -160,6 +162,28 @@ def test_tables_and_report_land_beside_them(run):
     assert head["pvbench-tmpfs"]["mean"] > head["pvbench-ext4"]["mean"], head
     failures = pq.read_table(io.BytesIO(minio.client().get_object(BUCKET, f"{tables}/report_failures.parquet").read()))
     assert [f for f in failures.to_pylist() if f["run"] == name] == []
+
+
+def test_the_report_opens_in_the_argo_ui_artifact_view(run, tmp_path):
+    """The run's report output, opened where the Argo UI's artifact view serves it
+    (/artifact-files/<namespace>/workflows/<run>/<node>/outputs/report/index.html), with no pvbench
+    server: the site works under that prefix, loads its scripts and data there and draws the
+    overview's charts. (The CI argo-server lets artifact files run scripts, as docs/kubernetes.md
+    recommends: ARGO_ARTIFACT_CONTENT_SECURITY_POLICY in ci/cluster/lib.sh.)"""
+    [node] = [n for n in nodes(run["wf"]) if n.get("templateName") == "report" and n.get("type") == "Pod"]
+    prefix = f"/artifact-files/{NAMESPACE}/workflows/{run['name']}/{node['id']}/outputs/report/"
+    result = browse(
+        REPO / "reports", argo_server_url(), tmp_path, [{"name": "index", "path": prefix + "index.html"}], insecure=True
+    )
+    [index] = result["pages"]
+    assert index["status"] == 200 and index["title"] == "Overview", index
+    assert len(index["charts"]) >= 2 and all(c.get("painted", 0) > 0.01 for c in index["charts"]), index["charts"]
+    assert all(url.startswith(argo_server_url() + prefix) for url in result["requests"]), result["requests"]
+    assert result["bad"] == [], result["bad"]
+    # a service worker cannot be registered over argo-server's self-signed certificate here (with
+    # a trusted one it is); the site does not need it
+    errors = [e for e in index["consoleErrors"] if "SSL certificate" not in e]
+    assert errors == [], index["consoleErrors"]
 
 
 def test_each_cell_had_a_fresh_volume_of_its_class_and_the_runs_size(run):

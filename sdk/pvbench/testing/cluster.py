@@ -198,6 +198,21 @@ S3_SECRET = "pvbench-s3"
 # A CSI driver stand-in the chart watches: a DaemonSet whose image the events test changes.
 CSI_NAMESPACE = "pvbench-csi"
 CSI_DAEMONSET = "csi-fakeplugin"
+# The driver of pvbench-qos, which the upgrade test really changes (pvbench.testing.upgrade): its
+# runs in a campaign of their own, with write tests, on a node selection of their own (their own
+# mutex: they queue beside the other tests' runs; the benchmark pods' anti-affinity still runs one
+# cell at a time on the node). The Sensor's candidate runs and the baselines share these.
+QOS_CLASS = "pvbench-qos"
+QOS_DAEMONSET = "csi-qosplugin"
+QOS_RUNS = {
+    **QUICK,
+    "campaign": "ci-upgrade",
+    "tests": "randwrite-iops,randwrite-lat",
+    "repetitions": "2",
+    "node-label": "kubernetes.io/arch",
+    "node-value": "amd64",
+    "volume-timeout": "5m",  # a cell may wait for the node while another run's cell holds it
+}
 
 
 def helm(*args: str, check: bool = True, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -237,7 +252,15 @@ def chart_values(minio: PodMinio) -> dict:
             "csi": {
                 "storageClasses": ["pvbench-tmpfs"],
                 "workloads": [
-                    {"name": "fake-csi", "namespace": CSI_NAMESPACE, "kind": "DaemonSet", "namePrefix": "csi-fake"}
+                    {"name": "fake-csi", "namespace": CSI_NAMESPACE, "kind": "DaemonSet", "namePrefix": "csi-fake"},
+                    {
+                        "name": "qos-csi",
+                        "namespace": CSI_NAMESPACE,
+                        "kind": "DaemonSet",
+                        "namePrefix": QOS_DAEMONSET,
+                        "storageClasses": [QOS_CLASS],
+                        "parameters": QOS_RUNS,
+                    },
                 ],
             },
         },

@@ -1,0 +1,141 @@
+"""The upgrade scenario on the CI node (sdk/tests/test_cluster_upgrade.py): pvbench-qos's driver,
+a DaemonSet the chart watches (events.csi.workloads qos-csi), at versions that really differ.
+
+    1.0    no limit: the class runs at its loop device's speed
+    2.0    write QoS of QOS_WRITE_IOPS on the class's device (pvbench.testing.qos_driver)
+    2.0.1  a retag of 2.0: the same limit
+
+Each version is an image reference of its own (tags of the runner image in containerd: the node
+has no registry) and its argument, changed together as an operator's `helm upgrade` of a driver
+changes both. The baseline history (BASELINE_OCCASIONS runs at 1.0) starts with the session
+(conftest), beside the other cluster tests' runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+
+from pvbench.testing.cluster import (
+    CSI_NAMESPACE,
+    QOS_CLASS,
+    QOS_DAEMONSET,
+    QOS_RUNS,
+    RUNNER_IMAGE,
+    STATE,
+    installed_release,
+    require_kube,
+    submit,
+    wait_until,
+)
+
+QOS_WRITE_IOPS = 1000  # the node's 4k random writes on this medium: ~20,000-80,000 IOPS
+VERSIONS = {"1.0": 0, "2.0": QOS_WRITE_IOPS, "2.0.1": QOS_WRITE_IOPS}
+DRIVER_IMAGE = "registry.pvbench.test/qos-csi-driver"
+BASELINE_OCCASIONS = 3
+CTR_SOCK = Path("/run/pvbench-cluster/containerd.sock")
+MEDIUM = STATE / "media" / "qos"
+SCRIPT = Path(__file__).with_name("qos_driver.py")
+
+
+def image(version: str) -> str:
+    return f"{DRIVER_IMAGE}:{version}"
+
+
+def tag_images() -> None:
+    """The versions' image references, all the runner image (python3 runs the driver's script)."""
+    for version in VERSIONS:
+        subprocess.run(
+            ["ctr", "-a", str(CTR_SOCK), "-n", "k8s.io", "images", "tag", "--force", RUNNER_IMAGE, image(version)],
+            check=True,
+            capture_output=True,
+        )
+
+
+def driver(version: str) -> list[dict]:
+    """The driver's DaemonSet at ``version``, and the ConfigMap holding its script."""
+    script = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": QOS_DAEMONSET, "namespace": CSI_NAMESPACE},
+        "data": {"qos_driver.py": SCRIPT.read_text()},
+    }
+    labels = {"app": QOS_DAEMONSET}
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": QOS_DAEMONSET, "namespace": CSI_NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 2,
+                    "containers": [
+                        {
+                            "name": "node-plugin",
+                            "image": image(version),
+                            "imagePullPolicy": "Never",
+                            "command": ["python3", "-u", "/driver/qos_driver.py"],
+                            "args": ["/medium", str(VERSIONS[version]), "/host/blkio/kubepods"],
+                            "securityContext": {"privileged": True, "runAsUser": 0},
+                            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+                            "volumeMounts": [
+                                {"name": "driver", "mountPath": "/driver"},
+                                {"name": "medium", "mountPath": "/medium", "readOnly": True},
+                                {"name": "blkio", "mountPath": "/host/blkio"},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "driver", "configMap": {"name": QOS_DAEMONSET}},
+                        {"name": "medium", "hostPath": {"path": str(MEDIUM), "type": "Directory"}},
+                        {"name": "blkio", "hostPath": {"path": "/sys/fs/cgroup/blkio", "type": "Directory"}},
+                    ],
+                },
+            },
+        },
+    }
+    return [script, daemonset]
+
+
+def driver_pod(version: str) -> dict | None:
+    """The driver's pod of ``version`` once it has set its limit (its log says so), else None."""
+    k = require_kube()
+    for pod in k.items("pod", f"app={QOS_DAEMONSET}", namespace=CSI_NAMESPACE):
+        if pod["spec"]["containers"][0]["image"] != image(version) or pod["metadata"].get("deletionTimestamp"):
+            continue
+        logs = k.run("logs", pod["metadata"]["name"], namespace=CSI_NAMESPACE, check=False).stdout
+        if "qos-driver: set in" in logs:
+            return pod
+    return None
+
+
+def roll_out(version: str, timeout: float = 180) -> dict:
+    """Apply ``version`` as an operator would (kubectl apply of the new spec); its pod, once running."""
+    tag_images()
+    require_kube().apply(*driver(version))
+    return wait_until(f"the {QOS_DAEMONSET} pod of {version}", lambda: driver_pod(version), timeout)
+
+
+def baseline_parameters(occasion: int) -> dict[str, str]:
+    return {
+        **QOS_RUNS,
+        "storage-classes": json.dumps([QOS_CLASS]),
+        "role": "baseline",
+        "occasion": f"before-{occasion}",
+        "build-report": "false",  # the candidate's run builds the campaign's report
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def baseline_runs() -> tuple[str, ...]:
+    """Driver 1.0 in place, then the baseline history: BASELINE_OCCASIONS runs, one occasion each,
+    queued at once on their node selection's mutex (they run one after the other)."""
+    installed_release()
+    # a new DaemonSet (ADD) starts no run, a changed one (UPDATE) does: start from none
+    require_kube().delete("daemonset", QOS_DAEMONSET, namespace=CSI_NAMESPACE)
+    roll_out("1.0")
+    return tuple(submit(baseline_parameters(i), "pvbench-qos-baseline-") for i in range(BASELINE_OCCASIONS))
