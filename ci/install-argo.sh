@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # Build the real Argo engines pvbench runs on, from the Go module proxy, by exact version:
 #
-#   Argo Workflows v3.7.18  workflow-controller, argoexec (the executor in every step pod)
-#                           and the argo CLI (`argo lint --offline`)
+#   Argo Workflows v4.0.5   workflow-controller, argoexec (the executor in every step pod)
+#          and     v3.7.18  and the argo CLI (argo-server; `argo lint --offline`)
 #   Argo Events    v1.9.11  one binary: controller, eventsource-service, sensor-service, lint
 #   NATS server    v2.15.2  the JetStream the EventBus runs on
 #
-#   ci/install-argo.sh            # into $PVBENCH_TOOLS/bin (default <repo>/.tools/bin)
+#   ci/install-argo.sh            # into $PVBENCH_TOOLS (default <repo>/.tools)
 #
-# Also copies the upstream manifests (CRDs, namespace installs) out of the module zips into
-# $PVBENCH_TOOLS/argo/manifests/{workflows,events} (the cluster stage installs those).
+# Each Argo Workflows version goes to $PVBENCH_TOOLS/argo/<version>/bin, with its upstream
+# manifests (CRDs, namespace install) in $PVBENCH_TOOLS/argo/<version>/manifests; the first
+# version's argo CLI is also $PVBENCH_TOOLS/bin/argo. Argo Events' manifests go to
+# $PVBENCH_TOOLS/argo/manifests/events. The cluster stage installs those, as they are.
+# v4.0.5 is the newest /v4 release the Go module proxy serves here. Security advisories exist for
+# it: fine for a test engine on a throwaway node, not a version to run; use the newest 4.x.
 #
 # Built binaries are kept per version in a machine-wide cache ($PVBENCH_ARGO_CACHE, default
 # ~/.cache/pvbench/argo), so a fresh clone on a machine that built them once copies them in
-# seconds; a cold build is ~12 min on 2 cores (Go builds of three large modules).
+# seconds; a cold build is ~20 min on 2 cores (Go builds of four large modules).
 # Why not `go install MODULE@VERSION`: argo-workflows' go.mod has a replace directive, which
 # `go install` refuses; so the module zip is unpacked and built in place.
 set -euo pipefail
 
-ARGO_WORKFLOWS_VERSION=v3.7.18
+ARGO_WORKFLOWS_VERSIONS=(v4.0.5 v3.7.18)  # ci/cluster/lib.sh: the first is the cluster stage's default
 ARGO_EVENTS_VERSION=v1.9.11
 NATS_VERSION=v2.15.2
 
@@ -61,9 +65,10 @@ PY
   echo "$dir"
 }
 
-# Build one binary unless the cache has it for this version; copy it into $bin.
-build() {  # name version srcdir package
-  local name=$1 version=$2 src=$3 pkg=$4 cached=$cache/bin/$1-$2
+# Build one binary unless the cache has it for this version; copy it into $into (default $bin).
+build() {  # name version srcdir package ldflags [into]
+  local name=$1 version=$2 src=$3 pkg=$4 cached=$cache/bin/$1-$2 bin=${6:-$bin}
+  mkdir -p "$bin"
   if [ ! -x "$cached" ]; then
     log "building $name $version (go build $pkg)"
     mkdir -p "$cache/bin"
@@ -75,23 +80,36 @@ build() {  # name version srcdir package
   echo "$version" >"$bin/.$name.version"
 }
 
-wf=$(unpack github.com/argoproj/argo-workflows/v3 "$ARGO_WORKFLOWS_VERSION")
-# The repository has signal_linux.go as a symlink to signal_darwin.go; module zips drop
-# symlinks, and argoexec then fails to build with "undefined: Setpgid".
-osspec=$wf/workflow/executor/osspecific
-[ -f "$osspec/signal_linux.go" ] || cp "$osspec/signal_darwin.go" "$osspec/signal_linux.go"
-wf_ld="-X github.com/argoproj/argo-workflows/v3.version=$ARGO_WORKFLOWS_VERSION"
-wf_ld="$wf_ld -X github.com/argoproj/argo-workflows/v3.gitTag=$ARGO_WORKFLOWS_VERSION -X github.com/argoproj/argo-workflows/v3.gitTreeState=clean"
-build workflow-controller "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/workflow-controller "$wf_ld"
-build argoexec "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/argoexec "$wf_ld"
-# The argo CLI embeds the UI's built assets (ui/dist/app); building the UI needs its own
-# JavaScript toolchain. As upstream's `make STATIC_FILES=false`: a placeholder page, the
-# API server and `argo lint` are complete without it.
-if [ ! -f "$wf/ui/dist/app/index.html" ]; then
-  mkdir -p "$wf/ui/dist/app"
-  echo "Argo Workflows UI not built (STATIC_FILES=false); the API is served." >"$wf/ui/dist/app/index.html"
-fi
-build argo "$ARGO_WORKFLOWS_VERSION" "$wf" ./cmd/argo "$wf_ld"
+for version in "${ARGO_WORKFLOWS_VERSIONS[@]}"; do
+  major=${version%%.*}  # the module path's /v3, /v4
+  wf=$(unpack "github.com/argoproj/argo-workflows/$major" "$version")
+  # The repository has signal_linux.go as a symlink to signal_darwin.go; module zips drop
+  # symlinks, and argoexec then fails to build with "undefined: Setpgid".
+  osspec=$wf/workflow/executor/osspecific
+  [ -f "$osspec/signal_linux.go" ] || cp "$osspec/signal_darwin.go" "$osspec/signal_linux.go"
+  # the version in the binaries: without it the controller's default executor image is
+  # argoexec:v0.0.0 (every step pod in ImagePullBackOff)
+  mod=github.com/argoproj/argo-workflows/$major
+  wf_ld="-X $mod.version=$version -X $mod.gitTag=$version -X $mod.gitTreeState=clean"
+  into=$tools/argo/$version/bin
+  build workflow-controller "$version" "$wf" ./cmd/workflow-controller "$wf_ld" "$into"
+  build argoexec "$version" "$wf" ./cmd/argoexec "$wf_ld" "$into"
+  # The argo CLI embeds the UI's built assets (ui/dist/app); building the UI needs its own
+  # JavaScript toolchain. As upstream's `make STATIC_FILES=false`: a placeholder page, the
+  # API server and `argo lint` are complete without it.
+  if [ ! -f "$wf/ui/dist/app/index.html" ]; then
+    mkdir -p "$wf/ui/dist/app"
+    echo "Argo Workflows UI not built (STATIC_FILES=false); the API is served." >"$wf/ui/dist/app/index.html"
+  fi
+  build argo "$version" "$wf" ./cmd/argo "$wf_ld" "$into"
+  # Upstream's manifests, installed as they are (CRDs, namespace install): never written by hand
+  rm -rf "$tools/argo/$version/manifests"; cp -r "$wf/manifests" "$tools/argo/$version/manifests"
+  chmod -R u+w "$tools/argo/$version/manifests"
+done
+# the CLI the tests and `argo lint` use: the default version's
+default=${ARGO_WORKFLOWS_VERSIONS[0]}
+cp "$tools/argo/$default/bin/argo" "$bin/argo.tmp" && mv "$bin/argo.tmp" "$bin/argo"
+echo "$default" >"$bin/.argo.version"
 
 ev=$(unpack github.com/argoproj/argo-events "$ARGO_EVENTS_VERSION")
 build argo-events "$ARGO_EVENTS_VERSION" "$ev" ./cmd "-X github.com/argoproj/argo-events.version=$ARGO_EVENTS_VERSION"
@@ -99,15 +117,13 @@ build argo-events "$ARGO_EVENTS_VERSION" "$ev" ./cmd "-X github.com/argoproj/arg
 nats=$(unpack github.com/nats-io/nats-server/v2 "$NATS_VERSION")
 build nats-server "$NATS_VERSION" "$nats" . ""
 
-# Upstream manifests the cluster stage installs as they are (CRDs, namespace installs, the
-# Events controller config): copied out of the module zips, never written by hand.
+# Argo Events' manifests (the namespace install, the controller config), as they are
 rm -rf "$tools/argo/manifests.tmp"; mkdir -p "$tools/argo/manifests.tmp"
-cp -r "$wf/manifests" "$tools/argo/manifests.tmp/workflows"
 cp -r "$ev/manifests" "$tools/argo/manifests.tmp/events"
 chmod -R u+w "$tools/argo/manifests.tmp"
 rm -rf "$tools/argo/manifests"; mv "$tools/argo/manifests.tmp" "$tools/argo/manifests"
-printf 'argo-workflows %s\nargo-events %s\nnats-server %s\n' "$ARGO_WORKFLOWS_VERSION" "$ARGO_EVENTS_VERSION" \
+printf 'argo-workflows %s\nargo-events %s\nnats-server %s\n' "${ARGO_WORKFLOWS_VERSIONS[*]}" "$ARGO_EVENTS_VERSION" \
   "$NATS_VERSION" >"$tools/argo/VERSIONS"
 
 "$bin/argo" version --short 2>/dev/null | head -1 || true
-log "workflow-controller, argoexec, argo $ARGO_WORKFLOWS_VERSION; argo-events $ARGO_EVENTS_VERSION; nats-server $NATS_VERSION in $bin"
+log "Argo Workflows ${ARGO_WORKFLOWS_VERSIONS[*]} in $tools/argo/<version>/bin; argo-events $ARGO_EVENTS_VERSION; nats-server $NATS_VERSION in $bin"

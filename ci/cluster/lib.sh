@@ -62,9 +62,13 @@ BUILD_REPORT_IMAGE=${PVBENCH_CLUSTER_REPORT_IMAGE:-1}        # 0 skips the (big)
 # The real Argo engines (ci/install-argo.sh builds them from the Go module proxy). Their
 # images carry the upstream names and tags, so the upstream install manifests run unchanged
 # but for the image pull policy (no registry here).
+# PVBENCH_ARGO_WORKFLOWS_VERSION picks one of the versions ci/install-argo.sh builds: v4.0.5 (the
+# default: what a new user installs) or v3.7.18 (ci/cluster-stage.sh runs a subset on it).
 TOOLS=${PVBENCH_TOOLS:-$REPO/.tools}
 ARGO_MANIFESTS=$TOOLS/argo/manifests
-ARGO_WORKFLOWS_VERSION=v3.7.18
+ARGO_WORKFLOWS_VERSION=${PVBENCH_ARGO_WORKFLOWS_VERSION:-v4.0.5}
+ARGO_WORKFLOWS_BIN=$TOOLS/argo/$ARGO_WORKFLOWS_VERSION/bin
+ARGO_WORKFLOWS_MANIFESTS=$TOOLS/argo/$ARGO_WORKFLOWS_VERSION/manifests
 ARGO_EVENTS_VERSION=v1.9.11
 CONTROLLER_IMAGE=quay.io/argoproj/workflow-controller:$ARGO_WORKFLOWS_VERSION
 EXECUTOR_IMAGE=quay.io/argoproj/argoexec:$ARGO_WORKFLOWS_VERSION

@@ -275,7 +275,8 @@ pause_image() {
 # with its upstream name so that the upstream manifests find it: no registry here.
 #   engine_image IMAGE BINARY [zoneinfo]   (zoneinfo: the controller's CronWorkflow timezones)
 engine_image() {
-  local image=$1 binary=$2 extra=${3:-} src=$TOOLS/bin/$2
+  local image=$1 binary=$2 extra=${3:-} src=$ARGO_WORKFLOWS_BIN/$2
+  [ "$binary" = argo-events ] && src=$TOOLS/bin/$binary
   [ -x "$src" ] || die "$src is missing: ci/install-argo.sh builds it (ci/setup.sh runs it)"
   local key; key=$( (sha256sum "$src" | cut -c1-64; echo "$extra skel-2") | sha256sum | cut -c1-16)
   local name; name=$(echo "$image" | tr '/:' '__')
@@ -612,10 +613,11 @@ EOF
 # overlays change only what a node without a registry needs: the image tags/pull policy,
 # and the namespace. The EventBus is JetStream on the host's nats-server.
 argo_install() {
-  [ -d "$ARGO_MANIFESTS/workflows/namespace-install" ] || die "$ARGO_MANIFESTS is missing: run ci/install-argo.sh"
+  [ -d "$ARGO_WORKFLOWS_MANIFESTS/namespace-install" ] || die "$ARGO_WORKFLOWS_MANIFESTS is missing: run ci/install-argo.sh"
+  [ -d "$ARGO_MANIFESTS/events" ] || die "$ARGO_MANIFESTS/events is missing: run ci/install-argo.sh"
   local dir=$STATE/argo-install
   rm -rf "$dir"; mkdir -p "$dir/workflows" "$dir/events"
-  cp -r "$ARGO_MANIFESTS/workflows" "$dir/upstream-workflows"
+  cp -r "$ARGO_WORKFLOWS_MANIFESTS" "$dir/upstream-workflows"
   cp "$ARGO_MANIFESTS/events/namespace-install.yaml" "$dir/events/upstream.yaml"
   cat >"$dir/workflows/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1

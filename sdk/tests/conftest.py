@@ -124,7 +124,9 @@ def cluster_runs_up_front(request):
     from pvbench.testing.cluster import kube_or_none, main_run
     from pvbench.testing.upgrade import baseline_runs
 
+    modules = {item.path.name for item in request.session.items}
     if kube_or_none() is not None:
-        main_run()
-        if any(item.path.name == "test_cluster_upgrade.py" for item in request.session.items):
+        if "test_cluster_run.py" in modules:
+            main_run()
+        if "test_cluster_upgrade.py" in modules:
             baseline_runs()  # the upgrade scenario's history, on a node selection of its own

@@ -11,7 +11,16 @@ import pytest
 import yaml
 from argo_helpers import CHART, load_yaml_docs
 
-from pvbench.testing.cluster import NAMESPACE, RELEASE, argo, helm, installed_release, require_kube, wait_until
+from pvbench.testing.cluster import (
+    ARGO_WORKFLOWS_VERSION,
+    NAMESPACE,
+    RELEASE,
+    argo,
+    helm,
+    installed_release,
+    require_kube,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.cluster]
 
@@ -24,9 +33,10 @@ def manifest() -> list[dict]:
     return load_yaml_docs(helm("get", "manifest", RELEASE, "--namespace", NAMESPACE).stdout)
 
 
+@pytest.mark.argo_v3
 def test_the_real_engines_run_in_the_namespace():
-    """Argo Workflows v3.7.18 (controller, argo-server) and Argo Events v1.9.11, from upstream's
-    namespace-install manifests; the EventBus on JetStream."""
+    """Argo Workflows v4.0.5, or v3.7.18 in the second pass (controller, argo-server), and Argo
+    Events v1.9.11, from upstream's namespace-install manifests; the EventBus on JetStream."""
     k = require_kube()
     images = {}
     for deploy in ("workflow-controller", "argo-server", "controller-manager"):
@@ -34,8 +44,8 @@ def test_the_real_engines_run_in_the_namespace():
         assert d["status"].get("availableReplicas") == 1, (deploy, d["status"])
         images[deploy] = d["spec"]["template"]["spec"]["containers"][0]["image"]
     assert images == {
-        "workflow-controller": "quay.io/argoproj/workflow-controller:v3.7.18",
-        "argo-server": "quay.io/argoproj/argocli:v3.7.18",
+        "workflow-controller": f"quay.io/argoproj/workflow-controller:{ARGO_WORKFLOWS_VERSION}",
+        "argo-server": f"quay.io/argoproj/argocli:{ARGO_WORKFLOWS_VERSION}",
         "controller-manager": "quay.io/argoproj/argo-events:v1.9.11",
     }
     bus = k.json("get", "eventbus", "default")
@@ -51,6 +61,7 @@ def test_the_real_engines_run_in_the_namespace():
     } <= crds
 
 
+@pytest.mark.argo_v3
 def test_helm_install_created_every_object_of_the_chart(manifest):
     k = require_kube()
     kinds = {d["kind"] for d in manifest}

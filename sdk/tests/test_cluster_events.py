@@ -79,6 +79,7 @@ def _candidate(wf: dict, trigger: str) -> None:
     assert p["campaign"] == "ci-events" and p["tests"] == "randread-iops"  # the chart's events.parameters
 
 
+@pytest.mark.argo_v3
 def test_a_new_storage_class_starts_one_candidate_run_on_it():
     k = require_kube()
     sc = {

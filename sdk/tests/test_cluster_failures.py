@@ -216,6 +216,7 @@ def test_the_unbindable_volume_fails_its_cell_within_its_deadline(scenario):
 LOST_PHASES = {"Error", "Failed"}
 
 
+@pytest.mark.argo_v3
 def test_the_lost_pod_errors_its_cell_and_the_other_cell_is_measured(scenario):
     wf = scenario["F_wf"]
     phases = {n["displayName"].split("storage_class:")[1].split(",")[0]: n["phase"] for n in cell_nodes(wf)}
@@ -248,6 +249,7 @@ def test_no_volume_of_the_failed_run_remains(scenario):
     assert scenario["deleted_pod"]
 
 
+@pytest.mark.argo_v3
 def test_a_cron_workflow_of_the_chart_queues_for_the_node_then_succeeds(scenario):
     assert NODE_MUTEX in scenario["C_waited"], scenario["C_waited"]
     wf = scenario["C_wf"]

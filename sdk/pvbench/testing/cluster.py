@@ -35,6 +35,8 @@ TEMPLATES = REPO / "templates"
 CHART = REPO / "charts" / "pvbench"
 
 K8S_VERSION = "v1.31.4"
+# the Argo Workflows the node runs (ci/cluster/lib.sh; ci/cluster-stage.sh's second pass: v3.7.18)
+ARGO_WORKFLOWS_VERSION = os.environ.get("PVBENCH_ARGO_WORKFLOWS_VERSION", "v4.0.5")
 CACHE = Path(os.environ.get("PVBENCH_CLUSTER_CACHE", "/var/cache/pvbench-cluster"))
 STATE = Path(os.environ.get("PVBENCH_CLUSTER_STATE", "/var/lib/pvbench-cluster"))
 KUBECONFIG = Path(os.environ.get("PVBENCH_KUBECONFIG", STATE / "kubeconfig"))
