@@ -165,7 +165,8 @@ def scenario():
     # no `-p build-report=false` to spare CI this report: Argo v3.7.18's retry -p drops the
     # template's default parameters, and the retried steps fail (docs/kubernetes.md)
     argo("retry", f_name)
-    wait_until("F to run again", lambda: workflow(f_name)["status"]["phase"] == "Running", 60, every=1)
+    # (Argo v4: right after the retry the status may have no phase yet)
+    wait_until("F to run again", lambda: workflow(f_name).get("status", {}).get("phase") == "Running", 60, every=1)
     facts["F_retried"] = wait_workflow(f_name)
     return facts
 
