@@ -25,6 +25,7 @@ import pytest
 from browser_helpers import browse
 from cli_helpers import PVBENCH_SCRIPT
 
+from pvbench.argo.conventions import NODE_MUTEX_PREFIX
 from pvbench.store.layout import analytics_prefix, report_prefix
 from pvbench.testing import REPO
 from pvbench.testing.cluster import (
@@ -33,10 +34,13 @@ from pvbench.testing.cluster import (
     QOS_CLASS,
     QOS_DAEMONSET,
     QOS_RUNS,
+    argo,
     cell_nodes,
     describe,
+    hold_mutex,
     pod_minio,
     require_kube,
+    retire,
     wait_until,
     wait_workflow,
 )
@@ -58,14 +62,22 @@ def candidate_runs() -> list[str]:
 def change_driver(version: str) -> dict:
     """Roll the driver out at ``version``; the candidate run the Sensor starts for it, once ended."""
     before = set(candidate_runs())
-    driver = roll_out(version)
-    [name] = wait_until(f"a candidate run for driver {version}", lambda: set(candidate_runs()) - before, 60)
+    # The Sensor starts the run as the rollout starts. Which comes first on a busy node, the new
+    # driver's pod or the run's first cell, is a race: the scenario holds the runs' node mutex
+    # until the driver is in place, as a pipeline that waits for `kubectl rollout status` would
+    # (docs/kubernetes.md), so the candidate measures the new driver, never the old one.
+    holder = hold_mutex(NODE_MUTEX_PREFIX + QOS_RUNS["node-value"])
+    try:
+        driver = roll_out(version)
+        [name] = wait_until(f"a candidate run for driver {version}", lambda: set(candidate_runs()) - before, 60)
+    finally:
+        argo("resume", holder)
     wf = wait_workflow(name, timeout=1500)
+    retire([holder])
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
     params = {p["name"]: p.get("value") for p in wf["spec"]["arguments"]["parameters"]}
     assert params["new-image"] == image(version) and json.loads(params["storage-classes"]) == [QOS_CLASS]
-    # the new driver was in place before the first cell measured (the Sensor starts the run as the
-    # rollout starts; the run's first steps take longer than the driver's pod)
+    # the new driver was in place before the first cell measured
     driver_started = driver["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
     first_cell = min(n["startedAt"] for n in cell_nodes(wf))
     assert driver_started <= first_cell, (driver_started, first_cell)
