@@ -185,8 +185,8 @@ def test_the_candidate_runs_report_says_the_class_got_worse(scenario):
     start = text.index(f"{QOS_CLASS} ({CAMPAIGN}): the candidate is worse in ")
     banner = text[start:][:900]
     assert re.match(r"\S+ \(\S+\): the candidate is worse in \d+ of \d+ headline metrics", banner), banner
-    assert "Random write IOPS — write: −" in banner and "Write latency — write: +" in banner, banner
     role = [r for r in scenario["comparisons"] if r["kind"] == "role" and r["workload"] in WRITES]
+    assert "Random write IOPS — write: −" in banner and "Write latency — write: +" in banner, (banner, role)
     assert len(role) == 2 and {r["verdict"] for r in role} == {"worse"}, role
 
 

@@ -211,6 +211,7 @@ QOS_RUNS = {
     "campaign": "ci-upgrade",
     "tests": "randwrite-iops,randwrite-lat",
     "repetitions": "2",
+    "ramp": "3s",  # the driver limits a new container's cgroup within its ramp, even on a busy node
     "node-label": "kubernetes.io/arch",
     "node-value": "amd64",
     "volume-timeout": "5m",  # a cell may wait for the node while another run's cell holds it
