@@ -2,9 +2,13 @@
 
 import subprocess
 
+import pytest
 from cli_helpers import lab_module
 
 from pvbench.testing import REPO
+
+# one after the other: each makes a worktree of the base, and the first counts the worktrees
+pytestmark = pytest.mark.xdist_group("bench_aggregate_ab")
 
 
 def test_the_alternated_comparison_runs_and_leaves_no_worktree():
