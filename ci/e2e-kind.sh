@@ -134,8 +134,8 @@ fi
 log "results, tables and report in MinIO"
 listing=$(mc ls --recursive "e2e/$BUCKET/")
 echo "$listing" | grep -q "results/campaign=e2e/run=$RUN/.*/result.json" || { echo "no results"; exit 1; }
-echo "$listing" | grep -q "analytics/campaign=e2e/run=$RUN/.*\.parquet" || { echo "no Parquet"; exit 1; }
-echo "$listing" | grep -q "analytics/campaign=e2e/run=$RUN/report/index.html" || { echo "no report"; exit 1; }
+echo "$listing" | grep -q "analytics/campaign=e2e/run=all/.*\.parquet" || { echo "no Parquet"; exit 1; }  # the campaign's: every run in one
+echo "$listing" | grep -q "analytics/campaign=e2e/run=all/report/index.html" || { echo "no report"; exit 1; }
 for _ in $(seq 1 30); do  # each cell's pod goes as it finishes (podGC), its PVC with it
   [ -z "$(kubectl -n "$NS" get pvc -l "pvbench.io/workflow=$RUN" -o name)" ] && break
   sleep 2

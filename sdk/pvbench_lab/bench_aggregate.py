@@ -67,8 +67,8 @@ from pvbench.cells.run import TimingOverrides, plan_cell, run_cell
 from pvbench.results.metrics import METRIC_LIST
 from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
-from pvbench.store.backends import S3_READERS
 from pvbench.store.layout import RESULT_FILE, compact_prefix, results_prefix, snapshot_prefix
+from pvbench.store.s3 import S3_READERS
 from pvbench.testing.minio import MinioServer  # the tests' real MinIO on loopback
 
 REPO = Path(__file__).resolve().parents[2]

@@ -42,6 +42,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.analytics import compact, runner
+from pvbench.analytics.connection import connect
+from pvbench.analytics.models import analytics_dir, compaction_models, discover_models
 from pvbench.store import LocalStore
 from pvbench_lab.bench_aggregate import CAMPAIGN, PER_RUN, REPO, byte_compile, template_document, write_runs
 
@@ -136,7 +138,7 @@ def sql_function_times(repeat: int, rows: int = 10_000) -> dict[str, float]:
 
     from pvbench.stats.functions import register_functions
 
-    con = runner.connect()  # as an aggregation connects (runner._pandas_is_absent included)
+    con = connect()  # as an aggregation connects (its pandas guard included)
     register_functions(con)
     con.create_function("pvbench_bench_trivial", lambda f, df1, df2: 0.5, [DOUBLE, DOUBLE, DOUBLE], DOUBLE)
     con.execute(f"CREATE TABLE f_stats AS SELECT 3 * random() AS f, 3.0 AS df1, 400.0 AS df2 FROM range({rows})")
@@ -160,12 +162,12 @@ def sql_function_times(repeat: int, rows: int = 10_000) -> dict[str, float]:
 def compaction_times(store: LocalStore, repeat: int) -> dict[str, float]:
     """One batch of every run in ``store`` through the compaction, step by step, as a full
     aggregation compacts it (the medians of ``repeat`` passes)."""
-    models, _ = runner.compaction_models(runner.discover_models(runner.analytics_dir()))
+    models, _ = compaction_models(discover_models(analytics_dir()))
     reads = [compact.read_run(store, listing) for listing in compact.iter_runs(store, CAMPAIGN)]
     measured: dict[str, list[float]] = {}
     try:
         for _ in range(repeat):
-            con = runner.connect()
+            con = connect()
             runner.prepare_compaction(con, many_runs=True)  # as a full aggregation compacts a batch
             for what, step in compact.compaction_steps(con, reads, models):
                 started = time.perf_counter()

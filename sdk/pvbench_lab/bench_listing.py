@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-import pvbench.store.backends as backends
+import pvbench.store.local as local_store
 from pvbench.store.layout import RESULT_FILE, results_prefix
 from pvbench_lab.bench_aggregate import CAMPAIGN, drop_caches, template_document, write_runs
 
@@ -29,12 +29,12 @@ from pvbench_lab.bench_aggregate import CAMPAIGN, drop_caches, template_document
 WAYS = {
     "one thread": (1, -1),
     "four threads": (4, -1),
-    "as shipped": (backends.LIST_THREADS, backends.DISK_READ_BLOCKS),
+    "as shipped": (local_store.LIST_THREADS, local_store.DISK_READ_BLOCKS),
 }
 
 
 def listed(store, way: str) -> tuple[float, float, int]:
-    backends.LIST_THREADS, backends.DISK_READ_BLOCKS = WAYS[way]
+    local_store.LIST_THREADS, local_store.DISK_READ_BLOCKS = WAYS[way]
     t0, c0 = time.monotonic(), time.process_time()
     n = sum(1 for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith(RESULT_FILE))
     return time.monotonic() - t0, time.process_time() - c0, n
@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(width=140)
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-list-") as tmp:
-        store = backends.LocalStore(Path(tmp) / "store")
+        store = local_store.LocalStore(Path(tmp) / "store")
         console.print(f"writing {args.runs * 1000:,} results …")
         write_runs(store, template_document(Path(tmp)), 0, args.runs)
         os.sync()

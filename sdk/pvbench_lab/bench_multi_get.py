@@ -22,8 +22,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pvbench.store.backends import S3_READERS
-from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench.store.layout import RESULT_FILE, results_prefix, run_of
+from pvbench.store.s3 import S3_READERS
 from pvbench_lab.bench_aggregate import CAMPAIGN, minio_store, print_two_ways, template_document, write_runs
 
 
@@ -57,7 +57,7 @@ def main() -> None:
             keys = [o.key for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith(RESULT_FILE)]
             runs: dict[str, list[str]] = {}
             for key in keys:
-                runs.setdefault(key.split("/run=")[1].split("/")[0], []).append(key)
+                runs.setdefault(run_of(key)[1], []).append(key)
             ordered = [runs[r] for r in sorted(runs)]
             read_with_libcurl(store, ordered[0][:50])  # connections and the bucket's region, once
             read_with_sdk_threads(store, ordered[0][:50])

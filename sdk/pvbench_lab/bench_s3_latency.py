@@ -37,8 +37,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pvbench.store import multi_get, open_store
-from pvbench.store.backends import S3_CONNECTIONS
-from pvbench.store.layout import RESULT_FILE, results_prefix
+from pvbench.store.layout import RESULT_FILE, results_prefix, run_of
+from pvbench.store.s3 import S3_CONNECTIONS
 from pvbench.testing.minio import free_port
 from pvbench_lab.bench_aggregate import CAMPAIGN, minio_store, template_document, write_runs
 
@@ -151,7 +151,7 @@ def main() -> None:
             keys = [o.key for o in store.list_objects(results_prefix(CAMPAIGN)) if o.key.endswith(RESULT_FILE)]
             by_run: dict[str, list[str]] = {}
             for key in keys:
-                by_run.setdefault(key.split("/run=")[1].split("/")[0], []).append(key)
+                by_run.setdefault(run_of(key)[1], []).append(key)
             runs = [by_run[r] for r in sorted(by_run)]
             with toxiproxy(upstream, latencies) as endpoints:
                 one_run(console, url, endpoints, latencies, counts, runs, args.rounds)

@@ -56,14 +56,8 @@ def summary_coverage(designs: list[Design], trials: int, seed: int = 1) -> list[
     import duckdb
     import pyarrow as pa
 
-    from pvbench.analytics.runner import (
-        analytics_dir,
-        compaction_models,
-        discover_models,
-        install_values,
-        load_seeds,
-        models_for,
-    )
+    from pvbench.analytics.inputs import install_values, load_seeds
+    from pvbench.analytics.models import analytics_dir, compaction_models, discover_models, models_for
     from pvbench.stats.functions import register_functions
 
     rng = np.random.default_rng(seed)

@@ -76,7 +76,7 @@ def _write_values(path: Path, blocks: list[np.ndarray]) -> None:
 
 def _models_to_run():
     """The shipped models that TARGET_MODELS need, in the runner's order, minus PROVIDED_TABLES."""
-    from pvbench.analytics.runner import discover_models
+    from pvbench.analytics.models import discover_models
 
     models = discover_models()
     names = {m.name for m in models}
@@ -96,7 +96,8 @@ def _models_to_run():
 def _connect(values_csv: Path):
     import duckdb
 
-    from pvbench.analytics.runner import analytics_dir, install_values, load_seeds
+    from pvbench.analytics.inputs import install_values, load_seeds
+    from pvbench.analytics.models import analytics_dir
     from pvbench.stats.functions import register_functions
 
     con = duckdb.connect()

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from pvbench.analytics import AnalyticsError, discover_models
-from pvbench.analytics.runner import analytics_dir
+from pvbench.analytics.models import analytics_dir
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.results.schema import (
     CellIdentity,
@@ -168,7 +168,7 @@ def test_a_table_asked_for_runs_only_its_models(thesis_store):
     """build_tables(tables=…) runs the models that make those tables and what they read, no
     others (pvbench compare reads measurements, pvbench summary report_overview), and those
     tables are the ones a full build makes."""
-    from pvbench.analytics.runner import compaction_models, models_for
+    from pvbench.analytics.models import compaction_models, models_for
 
     _, campaign_models = compaction_models(discover_models())
     assert [m.name for m in models_for(campaign_models, ["report_overview"])] == [
@@ -288,7 +288,8 @@ def test_an_overlapped_step_runs_beside_the_later_models_and_a_view_model_is_a_v
     says ``-- materialized: view`` is made a view."""
     import threading
 
-    from pvbench.analytics.runner import Model, Overlapped, run_models
+    from pvbench.analytics.models import Model
+    from pvbench.analytics.runner import Overlapped, run_models
 
     (tmp_path / "1_raw").mkdir()
     a = tmp_path / "1_raw" / "a.sql"

@@ -18,8 +18,8 @@ from stats_helpers import T0, doc, write
 
 from pvbench.analytics import compact
 from pvbench.analytics.compact import list_compacts
+from pvbench.analytics.connection import connect
 from pvbench.analytics.resources import compaction_threads, duckdb_settings, parse_size
-from pvbench.analytics.runner import connect
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
@@ -132,7 +132,7 @@ def test_tables_do_not_depend_on_the_machines_time_zone(tmp_path):
     """A pvbench connection works in UTC whatever TZ says: DuckDB's default (the machine's zone)
     made the difference of two timestamps a calendar one, an hour off across a DST change."""
     code = (
-        "from pvbench.analytics.runner import connect; con = connect(); print(con.execute("
+        "from pvbench.analytics.connection import connect; con = connect(); print(con.execute("
         "\"select current_setting('TimeZone'), epoch(t2 - t1) from (select"
         " '2026-03-01 00:00:00+00'::timestamptz t1, '2026-05-01 00:00:00+00'::timestamptz t2)\").fetchone())"
     )
@@ -235,7 +235,7 @@ def test_sql_functions_do_not_retry_a_missing_import_per_call():
     assert looked_up == []
     # pandas is still absent the ordinary way, for any library that looks for it (pyarrow does)
     script = (
-        "from pvbench.analytics.runner import connect; connect()\n"
+        "from pvbench.analytics.connection import connect; connect()\n"
         "try:\n    import pandas\nexcept ModuleNotFoundError as exc:\n    print(exc.name)\n"
         "import importlib.util\n"
         "if importlib.util.find_spec('pyarrow'):\n    import pyarrow.dataset, pyarrow.parquet\n"

@@ -132,7 +132,7 @@ def module_name(path: Path) -> str:
 
 
 def part(module: str) -> str:
-    """pvbench.store.backends → pvbench.store; pvbench.keeper → pvbench.keeper; pvbench → pvbench."""
+    """pvbench.store.s3 → pvbench.store; pvbench.keeper → pvbench.keeper; pvbench → pvbench."""
     return ".".join(module.split(".")[:2])
 
 
@@ -191,10 +191,10 @@ def test_the_rule_sees_private_names_reached_from_another_part():
         "from pvbench.analytics.compact import _handed_over": (lab, 1),
         "from pvbench.analytics import compact\ncompact._handed_over(1)": (lab, 1),
         "import pvbench.analytics.compact as c\nc._ReadAhead": (lab, 1),
-        "from pvbench.store.backends import S3Store\nS3Store._retry": (lab, 1),
+        "from pvbench.store.s3 import S3Store\nS3Store._retry": (lab, 1),
         "from ..analytics.compact import _handed_over": (store, 1),
-        "from .backends import _SdkChanged": (store, 0),  # the same part
-        "from pvbench.store import backends\nbackends._parse_list_page": (store, 0),
+        "from .s3 import _SdkChanged": (store, 0),  # the same part
+        "from pvbench.store import s3\ns3._parse_list_page": (store, 0),
         "from pvbench.analytics import compact\ncompact.__name__": (lab, 0),  # dunder
         "import json\njson._default_encoder": (lab, 0),  # not ours
     }

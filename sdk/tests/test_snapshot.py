@@ -21,7 +21,7 @@ from pvbench.analytics import snapshot
 from pvbench.analytics.compact import list_compacts
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
-from pvbench.store.backends import StoreError
+from pvbench.store.base import StoreError
 from pvbench.store.layout import SNAPSHOT_MANIFEST, snapshot_prefix
 
 

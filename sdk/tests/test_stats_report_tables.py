@@ -8,7 +8,7 @@ import pytest
 from cli_helpers import pvbench
 from stats_helpers import T0, doc, write
 
-from pvbench.analytics.runner import table_columns
+from pvbench.analytics.outputs import table_columns
 from pvbench.pipeline import aggregate, build_tables, table_schemas
 from pvbench.store import open_store
 from pvbench_lab.occasions import split_variance
@@ -344,11 +344,11 @@ def test_report_tables_match_the_published_contract(thesis):
 def cells_of(rows: list[dict]):
     """The comparisons' cells made in Python from single-value measurement rows (with their
     ``started_at`` epoch): the reference that stats.tables._cells, made in SQL, must equal."""
-    from pvbench.stats.tables import _CELL, Cell
+    from pvbench.stats.tables import _HEADLINE_VALUES_OF, HeadlineValues
 
     grouped: dict[tuple, dict] = {}
     for row in sorted(rows, key=lambda r: (r["run"], r["occasion"], r["role"] is None, r["role"] or "")):
-        cell = grouped.setdefault(tuple(row[c] for c in _CELL), {"first": row, "entries": {}})
+        cell = grouped.setdefault(tuple(row[c] for c in _HEADLINE_VALUES_OF), {"first": row, "entries": {}})
         entry = cell["entries"].setdefault((row["run"], row["occasion"], row["role"]), [row["started_at"], []])
         entry[0] = min((t for t in (entry[0], row["started_at"]) if t is not None), default=None)
         entry[1].append(float(row["value"]))
@@ -357,7 +357,7 @@ def cells_of(rows: list[dict]):
         entries = [(*where, started, sorted(values)) for where, (started, values) in cell["entries"].items()]
         runs, occasions, roles, started, values = (list(column) for column in zip(*entries))
         cells.append(
-            Cell(
+            HeadlineValues(
                 *key[:2],
                 key[2:],
                 cell["first"]["better"],
@@ -391,7 +391,7 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
     verdicts are those of the same comparisons fed one row per value, for every kind (all class
     pairs in the thesis; a reference class beyond six classes, and the last run, synthetic)."""
     from pvbench.stats.sides import MEASUREMENT_COLUMNS
-    from pvbench.stats.tables import _cells, load_settings, report_comparison_rows
+    from pvbench.stats.tables import COLUMNS, _cells, load_settings, report_comparison_rows
 
     rng = np.random.default_rng(3)
     write(
@@ -440,7 +440,9 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
         grouped = _cells(con)
         assert len(grouped) < len(single)
         assert as_lists(grouped) == as_lists(cells_of(single))
-        kinds = {r["kind"] for r in report_comparison_rows(grouped, settings)}
+        rows = report_comparison_rows(grouped, settings)
+        kinds = {r["kind"] for r in rows}
+        assert all(set(r) == {name for name, _ in COLUMNS} for r in rows)  # every column, none else
         assert essentials(report_comparison_rows(grouped, settings)) == essentials(
             report_comparison_rows(cells_of(single), settings)
         )

@@ -68,7 +68,8 @@ def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
         "order": 5,
         "labels": {"role": "baseline"},
     }
-    assert cell.identity().result_key() == identity.result_key() == identity.key.result_key()
+    assert cell.identity().result_key() == identity.result_key() == cell.result_key()
+    assert isinstance(cell, CellIdentity) and cell.profile_spec == "file:/x/job.fio"
     assert identity.prefix() == (
         "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=custom/workload=w/rep=2"
     )

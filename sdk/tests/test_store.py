@@ -4,8 +4,9 @@ import pytest
 
 from pvbench.results.schema import CellIdentity
 from pvbench.store import LocalStore, open_store
-from pvbench.store.backends import S3Store, StoreError
+from pvbench.store.base import StoreError
 from pvbench.store.layout import PARQUET_TYPE, analytics_prefix, slug
+from pvbench.store.s3 import S3Store
 
 
 def _identity(campaign, run, occasion, storage_class, profile, workload, rep) -> CellIdentity:
@@ -30,6 +31,40 @@ def test_key_layout_is_hive_partitioned_and_slugged():
     assert analytics_prefix("c") == "analytics/campaign=c/run=all"
     with pytest.raises(ValueError):
         slug("  ")
+
+
+@pytest.mark.parametrize(("campaign", "run"), [("Thesis 2023", "Run 1"), ("c", "r.1_x")])
+def test_keys_parse_back_as_the_layout_builds_them(campaign, run):
+    """Every parser of store.layout reads back what its builders write (one format, both ways)."""
+    import duckdb
+
+    from pvbench.store import layout
+
+    c, r = slug(campaign), slug(run)
+    assert layout.parse_report_key(f"{layout.report_prefix(campaign, run)}/{layout.REPORT_INDEX}") == (c, r)
+    assert layout.parse_report_key(f"{layout.report_prefix(campaign)}/{layout.REPORT_INDEX}") == (c, layout.ALL_RUNS)
+    file = layout.compact_table_file("result_rows")
+    key = f"{layout.compact_prefix(campaign, run)}/{file}"
+    assert layout.parse_compact_key(key) == (c, r, file)
+    result_key = _identity(campaign, run, "o", "sc", "p", "w", 1).result_key()
+    assert layout.run_of(key) == layout.run_of(result_key) == (c, r)
+    # a compact named in an error: by its key, a local path, an s3:// URL, quoted or not
+    for text in (key, f"IO Error: cannot open '/tmp/pvbench-x/{key}'", f"reading s3://bucket/{key} failed"):
+        assert layout.find_compact(text) == (layout.compact_prefix(campaign, run), c, r)
+    assert layout.find_compact(text).prefix == layout.compact_prefix(campaign, run)
+    # the same pattern in SQL (DuckDB's RE2), as snapshot.py reads a compact file's run from its path
+    pattern = layout.COMPACT_FILE_PATTERN
+    got = duckdb.connect().execute(
+        f"SELECT regexp_extract(?, '{pattern}', 1), regexp_extract(?, '{pattern}', 2)", [f"/tmp/copy/{key}"] * 2
+    )
+    assert got.fetchone() == (c, r)
+    # keys that are not what each parser reads
+    assert layout.parse_report_key(f"{layout.report_prefix(campaign)}/_app/x.js") is None
+    assert layout.parse_report_key(f"{layout.analytics_prefix(campaign)}/report_overview.parquet") is None
+    assert layout.parse_compact_key(f"{layout.compact_prefix(campaign)}/{file}") is None
+    assert layout.parse_compact_key(f"{layout.compact_prefix(campaign, run)}/more/{file}") is None
+    assert layout.parse_compact_key(result_key) is None
+    assert layout.find_compact(f"{layout.results_prefix(campaign, run)}/x") is None
 
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
@@ -143,7 +178,7 @@ def test_spool_failure_does_not_lose_an_uploaded_result(tmp_path, s3_store_url):
 def test_local_listing_in_threads_is_in_key_order_like_s3(tmp_path, monkeypatch):
     """The runs' folders are walked in threads; the listing is still in key order (a folder's
     files, then its subfolders'), from any prefix, with one thread or many."""
-    from pvbench.store import backends
+    from pvbench.store import local
 
     store = open_store(str(tmp_path))
     keys = [
@@ -157,9 +192,9 @@ def test_local_listing_in_threads_is_in_key_order_like_s3(tmp_path, monkeypatch)
         store.put_bytes(key, key.encode())
     reads = iter(range(0, 10**9, 5000))  # every folder's walk "reads the disk": threads from the second
     for threads, disk_reads in ((1, None), (4, None), (4, lambda: next(reads))):
-        monkeypatch.setattr(backends, "LIST_THREADS", threads)
+        monkeypatch.setattr(local, "LIST_THREADS", threads)
         if disk_reads is not None:
-            monkeypatch.setattr(backends, "_disk_reads", disk_reads)
+            monkeypatch.setattr(local, "_disk_reads", disk_reads)
         for prefix in ("results", "results/campaign=c", "results/campaign=c/run=r2"):
             listed = [o.key for o in store.list_objects(prefix)]
             assert sorted(listed) == sorted(k for k in keys if k.startswith(prefix + "/"))
@@ -337,39 +372,39 @@ def test_s3_get_many_falls_back_to_the_sdk_when_libcurl_cannot_read(s3_store_url
 def test_local_listing_walks_in_threads_only_once_the_disk_is_read(tmp_path, monkeypatch):
     """Cached folders are walked in the calling thread (threads would only contend for the GIL);
     once a folder's walk read the disk, the rest go to LIST_THREADS threads."""
-    from pvbench.store import backends
+    from pvbench.store import local
 
     store = open_store(str(tmp_path))
     keys = [f"results/campaign=c/run=r{r}/rep={rep}/result.json" for r in range(6) for rep in (1, 2)]
     for key in keys:
         store.put_bytes(key, b"{}")
     pools = []
-    real_pool = backends.ThreadPoolExecutor
-    monkeypatch.setattr(backends, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
+    real_pool = local.ThreadPoolExecutor
+    monkeypatch.setattr(local, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
     counter = {"blocks": 0}
 
     def disk_reads():
         return counter["blocks"]
 
-    monkeypatch.setattr(backends, "_disk_reads", disk_reads)
+    monkeypatch.setattr(local, "_disk_reads", disk_reads)
     assert [o.key for o in store.list_objects("results")] == keys  # cached: no thread
     assert pools == []
-    walk = backends.LocalStore._walk
+    walk = local.LocalStore._walk
 
     def cold_third(self, folder):
         if folder.endswith("run=r2"):
-            counter["blocks"] += backends.DISK_READ_BLOCKS + 1  # this walk had to read the disk
+            counter["blocks"] += local.DISK_READ_BLOCKS + 1  # this walk had to read the disk
         return walk(self, folder)
 
-    monkeypatch.setattr(backends.LocalStore, "_walk", cold_third)
+    monkeypatch.setattr(local.LocalStore, "_walk", cold_third)
     assert [o.key for o in store.list_objects("results")] == keys
-    assert pools == [backends.LIST_THREADS]  # r3… walked in threads, still in key order
+    assert pools == [local.LIST_THREADS]  # r3… walked in threads, still in key order
 
 
 def test_s3_listing_pages_through_any_key_like_the_sdk(s3_store_url, monkeypatch):
     """Pages of a few keys each (here 3), keys S3 would garble unencoded in XML: the listing is
     every key once, in order, with the size and ETag the SDK's own listing gives."""
-    from pvbench.store import backends
+    from pvbench.store import s3
 
     store = open_store(s3_store_url)
     odd = ["a b.json", "a+b.json", "100%.json", "é/ü.json", "x&y<z>.json", "q?r=s#t.json"]
@@ -377,7 +412,7 @@ def test_s3_listing_pages_through_any_key_like_the_sdk(s3_store_url, monkeypatch
     for i, key in enumerate(keys):
         store.put_bytes(key, b"x" * (i + 1))
     store.put_bytes("resultsX/not-under-the-prefix", b"x")
-    monkeypatch.setattr(backends, "LIST_PAGE", 3)
+    monkeypatch.setattr(s3, "LIST_PAGE", 3)
     pages = []
     real = store._list_page
     monkeypatch.setattr(store, "_list_page", lambda prefix, token: pages.append(token) or real(prefix, token))
@@ -394,14 +429,14 @@ def test_s3_listing_retries_a_failed_page_and_leaves_a_changed_sdk_for_its_listi
     """A page that fails is asked for again (nothing listed twice or lost); if the SDK's request
     call is not what the listing expects, the SDK's own listing goes on from the last key, with
     one warning, and stays the way for this store."""
-    from pvbench.store import backends
+    from pvbench.store import s3
 
     store = open_store(s3_store_url)
     store.backoff_s = 0
     keys = [f"results/k{i:02d}" for i in range(10)]
     for key in keys:
         store.put_bytes(key, b"x")
-    monkeypatch.setattr(backends, "LIST_PAGE", 4)
+    monkeypatch.setattr(s3, "LIST_PAGE", 4)
     client = store.client
     real = client._execute
     calls = []
@@ -436,7 +471,7 @@ def test_s3_listing_retries_a_failed_page_and_leaves_a_changed_sdk_for_its_listi
 def test_s3_listing_reads_an_answer_without_the_s3_namespace():
     """Some S3-compatible stores answer without S3's XML namespace; a truncated page without a
     continuation token is an error, not the end of the listing."""
-    from pvbench.store.backends import _parse_list_page
+    from pvbench.store.s3 import _parse_list_page
 
     page = (
         b"<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t2</NextContinuationToken>"

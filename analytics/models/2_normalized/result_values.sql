@@ -11,7 +11,8 @@
 --   lifecycle — a Kubernetes cell's volume lifecycle (how long its fresh volume took to become
 --               usable), columns of result_rows repeated on each direction's row: counted once per
 --               cell, whatever its test, so its rows pool every test of the class under the workload
---               'volume-lifecycle' (direction 'volume'), summarised and compared like any workload,
+--               getvariable('lifecycle_workload') (pvbench.results.schema.LIFECYCLE_WORKLOAD; direction
+--               'volume'), summarised and compared like any workload,
 --               with pod_start_s (pod created -> benchmark container started) as its headline.
 -- Multi-client cells add straggler_ratio (a fio-source metric: slowest client's IOPS / mean client IOPS).
 -- A view: occasion_measurements, its only reader, groups the values as they are made, never
@@ -24,7 +25,7 @@ with fio as (
 ),
 lifecycle as (
     unpivot (
-        select * replace ('volume-lifecycle' as workload, 'Volume lifecycle' as workload_title, 'volume' as direction)
+        select * replace (getvariable('lifecycle_workload') as workload, 'Volume lifecycle' as workload_title, 'volume' as direction)
         from result_rows
         where pod_start_s is not null or volume_bind_s is not null
         qualify row_number() over (partition by cell_key order by direction) = 1
@@ -48,7 +49,7 @@ union all by name
 select
     campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,
     direction, null as rw, null as bs, null as bs_bytes, null as iodepth, null as numjobs, null as rwmixread,
-    null as fsync, 'volume-lifecycle' as wl_group, null as "load",
+    null as fsync, getvariable('lifecycle_workload') as wl_group, null as "load",
     metric, c.unit, c.better, metric = 'pod_start_s' as is_headline, value,
     started_at, node, lifecycle.source
 from lifecycle

@@ -15,7 +15,7 @@ with headline_values as (
         unit, better, o.rep, o.value, o.started_at
     from (select * exclude (observations), unnest(observations) as o from occasion_measurements
           -- not the volume lifecycle: its rows are every test's cells, whose reps do not follow one another
-          where is_headline and workload <> 'volume-lifecycle')
+          where is_headline and workload <> getvariable('lifecycle_workload'))
 ),
 ranked as (
     select *,

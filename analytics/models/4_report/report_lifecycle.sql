@@ -5,7 +5,7 @@
 with p95 as (
     select campaign, storage_class, metric, quantile_cont(value, 0.95) as p95
     from measurements
-    where workload = 'volume-lifecycle'
+    where workload = getvariable('lifecycle_workload')
     group by all
 )
 select
@@ -21,8 +21,9 @@ select
         when 'volume_bind_s' then 1 when 'pod_schedule_s' then 2 when 'volume_attach_s' then 3
         when 'volume_mount_s' then 4 when 'pod_start_s' then 5
     end as step_order,
-    s.unit, s.n, s.n_occasions, s.mean, s.median, p.p95, s.min, s.max, s.ci95_low, s.ci95_high, s.ci_basis
+    s.unit, s.n, s.n_occasions, s.mean, s.median, p.p95, s.min, s.max, s.ci95_low, s.ci95_high, s.ci_basis,
+    s.workload  -- the lifecycle's workload: the page picks its verdicts out of report_comparisons by it
 from summary s
 join p95 p using (campaign, storage_class, metric)
-where s.workload = 'volume-lifecycle'
+where s.workload = getvariable('lifecycle_workload')
 order by s.campaign, step_order, s.storage_class

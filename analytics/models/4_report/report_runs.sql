@@ -23,7 +23,10 @@ ranked as (
     from runs
 )
 select
-    m.campaign, m.run, m.occasion, m.storage_class, m.profile, m.workload, m.workload_title, m.rep,
+    m.campaign, m.run, m.occasion, m.storage_class, m.profile,
+    -- the sweep's cells are drawn as curves (the sweep page), not per repetition
+    m.profile in (select profile from profile_catalog where is_sweep) as is_sweep,
+    m.workload, m.workload_title, m.rep,
     m.cell_order, m.direction, m.metric, m.unit, m.value, m.started_at,
     case when least(r.class_runs, 10) > 1 then m.run || ' · ' || m.occasion else m.occasion end as series,
     r.run_recency,

@@ -7,6 +7,6 @@ select
     max(mean) filter (where metric = 'lat_mean_us') as lat_mean_us,
     max(mean) filter (where metric = 'lat_p99_us') as lat_p99_us
 from summary
-where profile = 'sweep'
+where profile in (select profile from profile_catalog where is_sweep)
 group by all
 order by campaign, storage_class, wl_group, "load", direction, bs_bytes

@@ -54,6 +54,7 @@ from pvbench.store.layout import (
     RESULT_FILE,
     compact_prefix,
     compact_table_file,
+    parse_compact_key,
     results_prefix,
     run_of,
 )
@@ -166,10 +167,10 @@ def list_compacts(store: Store, campaign: str | None, run: str | None = None) ->
         compact_prefix(campaign, run) + "/" if campaign is not None and run is not None else compact_prefix(campaign)
     )
     for obj in store.list_objects(prefix):
-        where = run_of(obj.key)
-        # a run's compact is compact/campaign=<c>/run=<r>/<file>; anything else there is not one
-        if where is not None and obj.key.split("/")[2].startswith("run=") and obj.key.count("/") == 3:
-            files.setdefault(where, {})[obj.key.rsplit("/", 1)[-1]] = obj.version
+        found = parse_compact_key(obj.key)  # a run's compact's file; anything else there is not one
+        if found is not None:
+            campaign_slug, run_slug, file = found
+            files.setdefault((campaign_slug, run_slug), {})[file] = obj.version
     return {
         where: Compact(
             *where,

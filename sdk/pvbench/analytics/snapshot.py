@@ -59,6 +59,7 @@ from pvbench.store import S3Store, Store
 from pvbench.store.layout import (
     COMPACT_DOCUMENTS_FILE,
     COMPACT_FAILURES_FILE,
+    COMPACT_FILE_PATTERN,
     PARQUET_TYPE,
     SNAPSHOT_MANIFEST,
     compact_table_file,
@@ -96,8 +97,6 @@ COMPACT_FILES = {
 # Their columns where a compact may have no such file (a run without failures) or there is none.
 FIXED_COLUMNS = {"compact_documents": DOCUMENT_COLUMNS, "compact_failures": FAILURES_COLUMNS}
 WHERE_COLUMNS = {"compact_campaign": "VARCHAR", "compact_run": "VARCHAR"}
-# compact/campaign=<c>/run=<r>/<file>: the run a compact's file belongs to
-_FROM_PATH = r"campaign=([^/]+)/run=([^/]+)/[^/]+$"
 
 
 @dataclass
@@ -364,8 +363,9 @@ def _create(
             paths = sql_literal([local[k] for k in own_keys[file]])
             files = (
                 "SELECT * EXCLUDE (filename),"
-                f" regexp_extract(filename, '{_FROM_PATH}', 1) AS compact_campaign,"
-                f" regexp_extract(filename, '{_FROM_PATH}', 2) AS compact_run"
+                # the run a compact's file belongs to, from its path (compact/campaign=<c>/run=<r>/<file>)
+                f" regexp_extract(filename, '{COMPACT_FILE_PATTERN}', 1) AS compact_campaign,"
+                f" regexp_extract(filename, '{COMPACT_FILE_PATTERN}', 2) AS compact_run"
                 f" FROM read_parquet({paths}, filename = true, union_by_name = true)"
             )
             if fixed is None and from_files > SNAPSHOT_LAG and table != f"compact_{COMPACT_TABLE}":
@@ -383,7 +383,7 @@ def _create(
             columns = {**fixed, **WHERE_COLUMNS}
             if parts and table == "compact_documents" and from_files <= SNAPSHOT_LAG:
                 # a campaign's documents read from its snapshot: a view. Reading them is a few scans
-                # of a column or two (runner.select_documents), where copying every row of 100,000
+                # of a column or two (inputs.select_documents), where copying every row of 100,000
                 # keys into a table was 0.16 s of every addition to such a campaign
                 typed = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns.items())
                 con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {typed} FROM ({union})")

@@ -33,7 +33,7 @@ class FailuresError(ValueError):
 
 def parse_failures(text: str | None) -> list[dict]:
     """``{{workflow.failures}}`` (a JSON list, which Argo passes quoted as a JSON string) -> rows of
-    the analytics' failures input (pvbench.analytics.runner.FAILURES_COLUMNS)."""
+    the analytics' failures input (pvbench.analytics.tables.FAILURES_COLUMNS)."""
     if text is None or not text.strip():
         return []
     try:

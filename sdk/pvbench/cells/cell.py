@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from pvbench.results.schema import CellIdentity
 
@@ -56,20 +56,24 @@ def check_label(kind: str, value: str) -> str:
     return value
 
 
-class Cell(BaseModel):
-    """campaign × run × occasion × storage class × profile test × repetition."""
+class Cell(CellIdentity):
+    """A planned cell: its identity (the fields a result records and is stored under, defined once
+    in pvbench.results.schema.CellIdentity), checked as Kubernetes and store keys need, and the
+    two things its run needs besides: the job file of a custom profile and the run's seed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
-    campaign: str
-    run: str
-    occasion: str
-    storage_class: str
-    profile: str
-    workload: str
-    rep: int = Field(ge=1)
     order: int = Field(default=0, ge=0, description="Position in the run's randomized order")
+    profile_file: str | None = Field(default=None, description="A custom profile's job file (profile custom)")
     seed: int | None = Field(default=None, description="Seed of the randomized order (recorded in the result)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _custom_profile(cls, data):
+        # a profile given as file:PATH is stored as `custom` (its results say so), its file kept aside
+        if isinstance(data, dict) and str(data.get("profile", "")).startswith("file:"):
+            data = {**data, "profile": "custom", "profile_file": data["profile"].removeprefix("file:")}
+        return data
 
     @field_validator("storage_class")
     @classmethod
@@ -82,23 +86,14 @@ class Cell(BaseModel):
         return check_label(info.field_name, value)
 
     @property
-    def profile_name(self) -> str:
-        """The profile as results name it: ``custom`` for a user's job file (``file:PATH``)."""
-        return "custom" if self.profile.startswith("file:") else self.profile
+    def profile_spec(self) -> str:
+        """The profile as load_profile takes it: a catalog name, or file:PATH."""
+        return f"file:{self.profile_file}" if self.profile_file else self.profile
 
     def identity(self, labels: dict[str, str] | None = None) -> CellIdentity:
-        """The identity this cell's result records (and is stored under)."""
-        return CellIdentity(
-            campaign=self.campaign,
-            run=self.run,
-            occasion=self.occasion,
-            storage_class=self.storage_class,
-            profile=self.profile_name,
-            workload=self.workload,
-            rep=self.rep,
-            order=self.order,
-            labels=dict(labels or {}),
-        )
+        """The identity this cell's result records (and is stored under), with the run's labels."""
+        fields = self.model_dump(exclude={"profile_file", "seed", "labels"})
+        return CellIdentity(**fields, labels=dict(labels if labels is not None else self.labels))
 
     def fan_out_item(self) -> dict:
         """This cell as an Argo fan-out item (FAN_OUT_ITEM_KEYS)."""

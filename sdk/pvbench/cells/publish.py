@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pvbench.results.schema import ResultDocument
 from pvbench.store import LocalStore, Store
-from pvbench.store.backends import StoreError
+from pvbench.store.base import StoreError
 from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
 
 

@@ -114,7 +114,7 @@ def plan_cell(
 ) -> CellPlan:
     """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong.
     ``one_client``: the target is one client pod's own volume (only its jobs' files must fit)."""
-    profile = load_profile(cell.profile)
+    profile = load_profile(cell.profile_spec)
     test = profile.test(cell.workload)
     timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
     check_size_holds_a_block(profile, test, timing)

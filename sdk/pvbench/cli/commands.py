@@ -41,7 +41,7 @@ def local_run(
     from pvbench.profiles import ProfileError
     from pvbench.stopping import stop_on_signals
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
     from pvbench.store.layout import check_distinct, check_distinct_keys
 
     try:
@@ -119,7 +119,7 @@ def _aggregate(
     from pvbench.stats.limits import LimitsError
     from pvbench.stopping import Interrupted, own_temporary_folder, stop_on_signals
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     warnings: list[str] = []
     try:
@@ -236,7 +236,7 @@ def summary_cmd(
     from pvbench.analytics import AnalyticsError
     from pvbench.pipeline import build_tables
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     warnings: list[str] = []
     try:
@@ -267,7 +267,7 @@ def import_thesis_csv(
     from pvbench.cells.publish import publish
     from pvbench.importers.thesis_csv import ImportError_, read_import
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     try:
         read = read_import(path, campaign, run)

@@ -76,7 +76,7 @@ def open_store_or_fail(url: str, check: bool = False):
     with one line (exit 2), never a traceback.
     """
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     try:
         store = open_store(url)

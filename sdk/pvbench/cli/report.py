@@ -13,7 +13,7 @@ from pvbench.report.build import ReportError, build_report, prime_bundles
 from pvbench.report.fetch import STORE_ENV, URL_ENV, fetch_report, is_store_url, published, report_location
 from pvbench.report.serve import make_server, make_store_server, serve_until_interrupted
 from pvbench.stopping import Interrupted, stop_on_signals
-from pvbench.store.backends import StoreError
+from pvbench.store.base import StoreError
 
 app = typer.Typer(help="Build and serve the Evidence report.", no_args_is_help=True)
 

@@ -109,7 +109,7 @@ def compare_command(
     from pvbench.stats.sides import Side, SideError
     from pvbench.stats.tables import load_settings
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     if fail_on not in ("worse", "never"):
         fail(f"--fail-on must be 'worse' or 'never', not {fail_on!r}")
@@ -257,7 +257,7 @@ def ci_check(
     from pvbench.pipeline.adaptive import next_round
     from pvbench.stats.adaptive import AdaptiveSettings
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     if max_reps < min_reps:  # the cap wins: "never more than" over "at least" (a run must not fail on it)
         console.print(f"note: --max-reps {max_reps} caps --min-reps {min_reps}")
@@ -299,7 +299,7 @@ def _table_rows(
     from pvbench.pipeline import build_tables
     from pvbench.stats.limits import LimitsError
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     try:
         con = build_tables(open_store(store), campaign, limits=limits, extras=False, tables=(table,))
@@ -395,7 +395,7 @@ def limits_command(
     """Check a storage class limits/prices file and show what it declares; optionally put it in the store."""
     from pvbench.stats.limits import LIMITS_STORE_KEY, LimitsError, read_declarations
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     try:
         text = path.read_text()

@@ -83,7 +83,7 @@ def expand(
 
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
     try:
-        fan_outs = argo_fan_outs([(c.profile, c.workload, c.fan_out_item()) for c in cells], client_volumes)
+        fan_outs = argo_fan_outs([(c.profile_spec, c.workload, c.fan_out_item()) for c in cells], client_volumes)
     except ProfileError as exc:
         fail(str(exc))
     sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
@@ -246,7 +246,7 @@ def fio_step(
     from pvbench.cells.cell import Cell
     from pvbench.cells.run import TimingOverrides, plan_cell
     from pvbench.store import open_store
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     try:
         if merge is not None and (target is not None or client is not None):

@@ -20,7 +20,7 @@ def store_flush(
 ) -> None:
     """Upload results that were kept on disk because the store was unreachable."""
     from pvbench.cells.publish import flush
-    from pvbench.store.backends import StoreError
+    from pvbench.store.base import StoreError
 
     if not spool.is_dir():
         fail(f"spool directory {spool} does not exist" if not spool.exists() else f"spool {spool} is not a directory")
@@ -43,7 +43,8 @@ def store_ls(
     run: Annotated[Optional[str], typer.Option()] = None,
 ) -> None:
     """List result keys in the store."""
-    from pvbench.store.backends import S3Store, StoreError
+    from pvbench.store.base import StoreError
+    from pvbench.store.s3 import S3Store
 
     target = open_store_or_fail(store)
     if isinstance(target, S3Store):

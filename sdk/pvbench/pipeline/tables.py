@@ -8,7 +8,7 @@ from typing import Callable
 
 import duckdb
 
-from pvbench.analytics import runner
+from pvbench.analytics import outputs, runner
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
@@ -39,15 +39,15 @@ def _declarations(store: Store, limits: Path | str | None):
 def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
     """Every table a campaign's aggregation writes, with its columns (name → DuckDB type) as the
     models and the Python-made tables give them: the models run over no results at all
-    (runner.empty_tables), wired as for a campaign with nothing declared. The report's contract."""
+    (outputs.empty_tables), wired as for a campaign with nothing declared. The report's contract."""
 
     def nothing_declared(con: duckdb.DuckDBPyConnection) -> None:
         register_functions(con)
         install(con, Declarations(limits=[], prices=[]))
 
-    con = runner.empty_tables(root, before=[nothing_declared], after=[REPORT_COMPARISONS])
+    con = outputs.empty_tables(root, before=[nothing_declared], after=[REPORT_COMPARISONS])
     try:
-        return {table: runner.table_columns(con, table) for table in runner.output_tables(root, PYTHON_TABLES)}
+        return {table: outputs.table_columns(con, table) for table in outputs.output_tables(root, PYTHON_TABLES)}
     finally:
         con.close()
 
@@ -132,6 +132,6 @@ def aggregate(
         # written waits for the last one, so a report never reads half of them from this aggregation
         with deferred_signals(raise_after=False):
             if out is not None:
-                return str(out), runner.write_parquet(con, out, extra_tables=PYTHON_TABLES)
+                return str(out), outputs.write_parquet(con, out, extra_tables=PYTHON_TABLES)
             prefix = analytics_prefix(campaign or "all")
-            return f"{store.url}/{prefix}", runner.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)
+            return f"{store.url}/{prefix}", outputs.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)

@@ -200,6 +200,17 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (DBENCH, VSHN, SWEEP, SCALING
 # What a run measures when it names no profile (the Argo template's default, `pvbench expand`'s).
 DEFAULT_PROFILE_NAME = DBENCH.name
 
+# The catalog as the analytics get it (DuckDB types), as the metric catalog is (``metric_catalog``):
+# installed before the models run (analytics.inputs.install_profiles), so that the models and the
+# report tables ask which profiles are read as curves (``is_sweep``) and never name one.
+PROFILE_TABLE = "profile_catalog"
+PROFILE_COLUMNS: dict[str, str] = {"profile": "VARCHAR", "is_sweep": "BOOLEAN"}
+
+
+def profile_rows() -> list[dict]:
+    """The catalog as rows of PROFILE_COLUMNS."""
+    return [{"profile": p.name, "is_sweep": p is SWEEP} for p in PROFILES.values()]
+
 
 def sweep_labels() -> dict[str, dict[str, str]]:
     """The sweep's group and load-level titles by label, in the profile's order: what the report's

@@ -231,7 +231,7 @@ def stage_data(data_dir: Path, target: Path) -> dict[str, int]:
     try:
         problems = []
         # one set of tables: an aggregation writing into data_dir meanwhile replaces its set once
-        # this copy is done, not in the middle of it (runner.write_parquet takes the same lock)
+        # this copy is done, not in the middle of it (outputs.write_parquet takes the same lock)
         with folder_lock(data_dir, shared=True):
             for table, schema in contract.items():
                 src = data_dir / f"{table}.parquet"

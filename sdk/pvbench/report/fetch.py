@@ -16,10 +16,11 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from pvbench.report.build import ReportError, _is_site
-from pvbench.store.backends import LocalStore, StoreError, open_store
-from pvbench.store.layout import ALL_RUNS, ANALYTICS_ROOT, REPORT_DIR, report_prefix
+from pvbench.store import LocalStore, open_store
+from pvbench.store.base import StoreError
+from pvbench.store.layout import ALL_RUNS, ANALYTICS_ROOT, REPORT_DIR, REPORT_INDEX, parse_report_key, report_prefix
 
-INDEX = "index.html"
+INDEX = REPORT_INDEX
 # Set in the Argo report step from the chart's ConfigMap pvbench-report (both optional).
 STORE_ENV = "PVBENCH_REPORT_STORE"  # the artifact repository as a store URL: s3://<bucket>
 URL_ENV = "PVBENCH_REPORT_URL"  # where the team opens reports: an Argo UI link template
@@ -33,7 +34,6 @@ URL_VARIABLES = (
     f"workflow.metadata.labels.{CAMPAIGN_LABEL}",
 )
 _URL_VARIABLE = re.compile(r"\$\{([^}]*)\}")
-_REPORT_KEY = re.compile(rf"^{ANALYTICS_ROOT}/campaign=([^/]+)/run=([^/]+)/{REPORT_DIR}/{re.escape(INDEX)}$")
 
 
 def is_store_url(location: str) -> bool:
@@ -129,9 +129,9 @@ def list_reports(store_url: str) -> list[StoredReport]:
     store = open_store(store_url)
     found = []
     for key in store.list_keys(ANALYTICS_ROOT):
-        match = _REPORT_KEY.match(key)
-        if match:
-            found.append(StoredReport(match.group(1), match.group(2)))
+        where = parse_report_key(key)
+        if where is not None:
+            found.append(StoredReport(*where))
     return sorted(set(found), key=lambda r: (r.campaign, r.run))
 
 

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from pvbench.report.build import ReportError, _is_site
 from pvbench.report.fetch import fetch_report, list_reports, report_location
-from pvbench.store.backends import StoreError
+from pvbench.store.base import StoreError
 from pvbench.store.layout import PARQUET_TYPE
 
 # SvelteKit names every file under /_app/immutable/ by a hash of its content: a browser may keep

@@ -35,9 +35,9 @@ class _Strict(BaseModel):
 class CellIdentity(_Strict):
     """Which cell of which experiment this is. Labels are kept verbatim (the key uses slugs).
 
-    The one identity of a cell, and the one type of it: a planned cell (``pvbench.cells.Cell``)
-    becomes one (``Cell.identity``), and where the cell's files are stored is made from it
-    (``prefix``, ``result_key``, ``raw_fio_key``: the layout slugs the labels) and nowhere else.
+    The one identity of a cell, and the one type of it: a planned cell (``pvbench.cells.Cell``) is
+    one, with its checks and what its run needs besides; where the cell's files are stored is made
+    from it (``prefix``, ``result_key``, ``raw_fio_key``: the layout slugs the labels) and nowhere else.
     """
 
     campaign: str = Field(description="A study or series of runs that belong together")
@@ -63,12 +63,6 @@ class CellIdentity(_Strict):
     def raw_fio_key(self) -> str:
         """Where this cell's raw fio output is stored."""
         return f"{self.prefix()}/{RAW_FIO_FILE}"
-
-    @property
-    def key(self) -> CellIdentity:
-        """The cell's store key: the identity itself (``key.result_key()`` as before; there is no
-        separate key type)."""
-        return self
 
 
 class WorkloadSpec(_Strict):

@@ -133,6 +133,19 @@ class Comparison:
 
 
 _FIELDS = fields(Comparison)
+_SQL_TYPES = {"int": "integer", "float": "double", "str": "varchar", "bool": "boolean"}
+
+
+def row_columns() -> list[tuple[str, str]]:
+    """The columns ``as_row`` adds to the key's labels, each typed from its field (one definition),
+    and the change derived from the ratio."""
+    own = [(f.name, _SQL_TYPES[f.type]) for f in _FIELDS if f.name not in ("key", "extra")]
+    return own + [(name, "double") for name in ("change", "change_ci_low", "change_ci_high")]
+
+
+def settings_columns() -> list[tuple[str, str]]:
+    """The settings a verdict was judged with, as columns: CompareSettings' fields."""
+    return [(f.name, _SQL_TYPES[f.type]) for f in fields(CompareSettings)]
 
 
 # ------------------------------------------------------------------ building blocks

@@ -40,6 +40,11 @@ MEASUREMENT_COLUMNS = (
 )
 
 
+# The labels of each comparison of two sides (besides the match keys), and the runs behind each side
+LABEL_COLUMNS = ("unit", "workload_title", "baseline_storage_class", "candidate_storage_class")
+RUN_COLUMNS = ("runs_baseline", "runs_candidate")
+
+
 class SideError(ValueError):
     pass
 
@@ -195,12 +200,7 @@ def compare_groups(
         sides = set(b["occasions"]) | set(c["occasions"])
         past = _side(_others(history[key]["occasions"], sides)) if key in history else []
         todo.append((label, b["better"], _side(b["occasions"]), _side(c["occasions"]), past))
-        runs.append(
-            {
-                "runs_baseline": len({run for run, _ in b["occasions"]}),
-                "runs_candidate": len({run for run, _ in c["occasions"]}),
-            }
-        )
+        runs.append(dict(zip(RUN_COLUMNS, (len({run for run, _ in g["occasions"]}) for g in (b, c)))))
     comps = compare_many(todo, settings, prior) if todo else []
     for comp, counts in zip(comps, runs):
         comp.extra.update(counts)

@@ -30,69 +30,29 @@ from typing import Callable
 
 import numpy as np
 
-from pvbench.analytics.runner import Overlapped, analytics_dir
+from pvbench.analytics.models import analytics_dir
+from pvbench.analytics.runner import Overlapped
 from pvbench.analytics.tables import insert_rows
-from pvbench.stats.compare import CompareSettings, OccasionArrays, describe
+from pvbench.stats.compare import CompareSettings, OccasionArrays, describe, row_columns, settings_columns
 from pvbench.stats.moderated import fit_prior
-from pvbench.stats.sides import Side, compare_groups, prior_cells
+from pvbench.stats.sides import LABEL_COLUMNS, RUN_COLUMNS, Side, compare_groups, prior_cells
 
+# report_comparisons' columns: which comparison a row is (its family, then the metric's match keys
+# and labels), what compare measured (typed from Comparison's fields), the runs behind each side,
+# and the settings it was judged with; nothing typed twice.
+FAMILY_COLUMNS = ("kind", "campaign", "baseline", "candidate", "storage_class")
+MATCH_COLUMNS = ("profile", "workload", "direction", "metric")
 COLUMNS = [
-    ("kind", "varchar"),
-    ("campaign", "varchar"),
-    ("baseline", "varchar"),
-    ("candidate", "varchar"),
-    ("storage_class", "varchar"),
-    ("baseline_storage_class", "varchar"),
-    ("candidate_storage_class", "varchar"),
-    ("profile", "varchar"),
-    ("workload", "varchar"),
-    ("workload_title", "varchar"),
-    ("direction", "varchar"),
-    ("metric", "varchar"),
-    ("unit", "varchar"),
-    ("better", "varchar"),
-    ("n_baseline", "integer"),
-    ("n_candidate", "integer"),
-    ("occasions_baseline", "integer"),
-    ("occasions_candidate", "integer"),
-    ("runs_baseline", "integer"),
-    ("runs_candidate", "integer"),
-    ("history_occasions", "integer"),
-    ("mean_baseline", "double"),
-    ("mean_candidate", "double"),
-    ("sd_baseline", "double"),
-    ("sd_candidate", "double"),
-    ("median_baseline", "double"),
-    ("median_candidate", "double"),
-    ("diff", "double"),
-    ("diff_ci_low", "double"),
-    ("diff_ci_high", "double"),
-    ("ratio", "double"),
-    ("ratio_ci_low", "double"),
-    ("ratio_ci_high", "double"),
-    ("change", "double"),
-    ("change_ci_low", "double"),
-    ("change_ci_high", "double"),
-    ("p_value", "double"),
-    ("p_holm", "double"),
-    ("df", "double"),
-    ("method", "varchar"),
-    ("reason", "varchar"),
-    ("cliffs_delta", "double"),
-    ("hl_shift", "double"),
-    ("significant", "boolean"),
-    ("meaningful", "boolean"),
-    ("equivalent", "boolean"),
-    ("verdict", "varchar"),
-    ("alpha", "double"),
-    ("min_change", "double"),
-    ("confidence", "double"),
+    *((name, "varchar") for name in FAMILY_COLUMNS + MATCH_COLUMNS + LABEL_COLUMNS),
+    *row_columns(),
+    *((name, "integer") for name in RUN_COLUMNS),
+    *settings_columns(),
     ("summary", "varchar"),
 ]
 
 
 @dataclass(frozen=True, eq=False)
-class Cell:
+class HeadlineValues:
     """One campaign × storage class × profile × workload × direction × metric with its headline
     values by occasion, one entry per occasion in the order they ran (run, occasion, role): its
     ``runs``, ``occasions``, ``roles`` and ``started`` (epoch of its first value) by entry, and
@@ -140,16 +100,16 @@ class Cell:
         return OccasionArrays(keys, side.values, np.array(sizes, dtype=np.int64))
 
 
-_CELL = ("campaign", "storage_class", "profile", "workload", "direction", "metric")
+_HEADLINE_VALUES_OF = ("campaign", "storage_class", "profile", "workload", "direction", "metric")
 
 
-def _cells(con) -> list[Cell]:
-    """The headline values of the campaign, a Cell each: the occasions' rows as the runs' compacts
+def _cells(con) -> list[HeadlineValues]:
+    """The headline values of the campaign, by metric of a class: the occasions' rows as the runs' compacts
     hold them (occasion_measurements), grouped into cells by DuckDB. The cells come to Python as
     ~200 rows, the entries as columns (NumPy arrays, in the cells' order) and the values as one
     float array, each entry's values a slice of it: 100,000 results are ~150,000 values, which as
     Python floats in nested lists took half the comparisons' time."""
-    cell = ", ".join(_CELL)
+    cell = ", ".join(_HEADLINE_VALUES_OF)
     entry = f"{cell}, workload_title, unit, better, run, occasion"
     cursor = con.cursor()  # its own temp table: the connection may be another thread's
     try:
@@ -190,7 +150,7 @@ def _cells(con) -> list[Cell]:
         n = r[9]
         first, last = (ends[entry - 1] if entry else 0), (ends[entry + n - 1] if n else 0)
         cells.append(
-            Cell(
+            HeadlineValues(
                 *r[0:2],
                 r[2:6],
                 *r[6:9],
@@ -224,11 +184,11 @@ def class_pairs(measured: dict[str, int]) -> list[tuple[str, str]]:
 
 
 def _groups(
-    cells: list[Cell], with_class: bool, side_of: Callable[[Cell], dict[str, np.ndarray | None]]
+    cells: list[HeadlineValues], with_class: bool, side_of: Callable[[HeadlineValues], dict[str, np.ndarray | None]]
 ) -> dict[str, dict[tuple, dict]]:
     """The cells' entries by side: ``side_of`` picks each side's entries of a cell (a boolean
     array; None: all of them). Each side's groups are as compare_groups matches them: by key
-    (with the storage class first when ``with_class``), each with its occasions (Cell.side)."""
+    (with the storage class first when ``with_class``), each with its occasions (HeadlineValues.side)."""
     sides: dict[str, dict[tuple, dict]] = {}
     for cell in cells:
         for side, entries in side_of(cell).items():
@@ -244,7 +204,7 @@ def _groups(
     return sides
 
 
-def _last_two_runs(cells: list[Cell]) -> tuple[str, str, set[str]] | None:
+def _last_two_runs(cells: list[HeadlineValues]) -> tuple[str, str, set[str]] | None:
     """The class's run before last, its last run (by when each first started; runs with no start
     time last, then by name) and its earlier runs, or None with fewer than two runs."""
     started: dict[str, float | None] = {}
@@ -268,10 +228,10 @@ def _by_label(labels: list, sides: dict) -> dict[str, np.ndarray]:
     return {side: numbers == i for i, side in enumerate(names)}
 
 
-def comparison_families(cells: list[Cell]):
+def comparison_families(cells: list[HeadlineValues]):
     """Yield (kind, campaign, baseline label, candidate label, storage class or None, baseline
     groups, candidate groups, history groups: the class's occasions on neither side)."""
-    by_campaign: dict[str, dict[str, list[Cell]]] = defaultdict(lambda: defaultdict(list))
+    by_campaign: dict[str, dict[str, list[HeadlineValues]]] = defaultdict(lambda: defaultdict(list))
     for cell in cells:
         by_campaign[cell.campaign][cell.storage_class].append(cell)
     for campaign, by_class in sorted(by_campaign.items()):
@@ -314,9 +274,9 @@ def comparison_families(cells: list[Cell]):
                 )
 
 
-def report_comparison_rows(cells: list[Cell], settings: CompareSettings) -> list[dict]:
+def report_comparison_rows(cells: list[HeadlineValues], settings: CompareSettings) -> list[dict]:
     out = []
-    keys = ("profile", "workload", "direction", "metric")
+    keys = MATCH_COLUMNS
     families = list(comparison_families(cells))
     # one prior per campaign and kind of comparison, fitted across every class's cells of that
     # kind (an upgrade's prior never holds a candidate: sides.prior_cells)

@@ -1,7 +1,9 @@
 """The one key layout of the store.
 
 Every writer (local mode, the pod step, Argo output artifacts, the thesis import)
-and every reader (analytics, compare, report) builds keys here and nowhere else.
+and every reader (analytics, compare, report) builds keys here and nowhere else; what reads a
+key back (its campaign and run) parses it here too, from the same names (run_of,
+parse_compact_key, find_compact, parse_report_key, COMPACT_FILE_PATTERN).
 
     results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
                                                                                              .../fio.json
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 RESULTS_ROOT = "results"
 ANALYTICS_ROOT = "analytics"
@@ -53,6 +56,10 @@ ALL_RUNS = "all"
 # a dot folder: listings skip it, so the lock files never pass for results or compacts
 LOCKS_ROOT = ".locks"
 REPORT_DIR = "report"
+REPORT_INDEX = "index.html"  # a built report site's first page: its key is where a report is (report.fetch)
+# The names of a key's ``name=value`` segments: the builders below write them, the parsers read them.
+CAMPAIGN = "campaign"
+RUN = "run"
 
 _SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
 
@@ -68,6 +75,16 @@ def slug(label: str | int) -> str:
     if not text:
         raise ValueError(f"cannot build a store key from the empty label {label!r}")
     return text
+
+
+def _segment(name: str, label: str | int) -> str:
+    """One ``name=value`` segment of a key: the label's slug (every builder's)."""
+    return f"{name}={slug(label)}"
+
+
+def _field(name: str, value: str = "[^/]+") -> str:
+    """The regular expression of one ``name=value`` segment, its value a group (every parser's)."""
+    return f"{re.escape(name)}=({value})"
 
 
 def check_distinct(kind: str, labels) -> None:
@@ -110,13 +127,13 @@ def cell_prefix(
     return "/".join(
         [
             RESULTS_ROOT,
-            f"campaign={slug(campaign)}",
-            f"run={slug(run)}",
-            f"occasion={slug(occasion)}",
-            f"storage_class={slug(storage_class)}",
-            f"profile={slug(profile)}",
-            f"workload={slug(workload)}",
-            f"rep={slug(rep)}",
+            _segment(CAMPAIGN, campaign),
+            _segment(RUN, run),
+            _segment("occasion", occasion),
+            _segment("storage_class", storage_class),
+            _segment("profile", profile),
+            _segment("workload", workload),
+            _segment("rep", rep),
         ]
     )
 
@@ -125,9 +142,9 @@ def results_prefix(campaign: str | None = None, run: str | None = None) -> str:
     """Prefix holding all results of a campaign (or of one run of it, or everything)."""
     parts = [RESULTS_ROOT]
     if campaign is not None:
-        parts.append(f"campaign={slug(campaign)}")
+        parts.append(_segment(CAMPAIGN, campaign))
         if run is not None:
-            parts.append(f"run={slug(run)}")
+            parts.append(_segment(RUN, run))
     return "/".join(parts)
 
 
@@ -140,15 +157,15 @@ def compact_prefix(campaign: str | None = None, run: str | None = None) -> str:
     """Where a run's compact tables go (pvbench.analytics.compact), or all of a campaign's."""
     parts = [COMPACT_ROOT]
     if campaign is not None:
-        parts.append(f"campaign={slug(campaign)}")
+        parts.append(_segment(CAMPAIGN, campaign))
         if run is not None:
-            parts.append(f"run={slug(run)}")
+            parts.append(_segment(RUN, run))
     return "/".join(parts)
 
 
 def snapshot_prefix(campaign: str) -> str:
     """Where a campaign's snapshot (its runs' compacts merged: pvbench.analytics.snapshot) is."""
-    return f"{SNAPSHOT_ROOT}/campaign={slug(campaign)}"
+    return f"{SNAPSHOT_ROOT}/{_segment(CAMPAIGN, campaign)}"
 
 
 def run_of(key: str) -> tuple[str, str] | None:
@@ -160,12 +177,48 @@ def run_of(key: str) -> tuple[str, str] | None:
     parts = key.split("/")
     if len(parts) < 4 or parts[0] not in (RESULTS_ROOT, COMPACT_ROOT):
         return None
-    return parts[1].removeprefix("campaign="), parts[2].removeprefix("run=")
+    return parts[1].removeprefix(f"{CAMPAIGN}="), parts[2].removeprefix(f"{RUN}=")
+
+
+# compact/campaign=<c>/run=<r>: a run's compact (compact_prefix), its campaign and run the groups
+_COMPACT_RUN = "/".join([re.escape(COMPACT_ROOT), _field(CAMPAIGN), _field(RUN)])
+_COMPACT_FILE = re.compile(rf"^{_COMPACT_RUN}/([^/]+)$")
+# the same in a text (an error message): a local store's path, an s3:// URL or a local copy of one
+# (copies keep their keys' folders), ended by a quote or a space
+_IN_TEXT = r"""[^/\s'"]+"""  # a segment's value in a text: up to a slash, a space or a quote
+_COMPACT_IN_TEXT = re.compile(
+    r"""(?:^|[/'"\s])("""
+    + "/".join([re.escape(COMPACT_ROOT), _field(CAMPAIGN, _IN_TEXT), _field(RUN, _IN_TEXT)])
+    + ")/"
+)
+# A path that ends with a compact file's key (a local store's, an s3:// URL, a local copy): groups
+# campaign and run. For DuckDB's regexp_extract (RE2: no quote in it, so it fits a SQL literal).
+COMPACT_FILE_PATTERN = rf"{_COMPACT_RUN}/[^/]+$"
+
+
+class CompactKey(NamedTuple):
+    prefix: str  # compact/campaign=<c>/run=<r>, as found
+    campaign: str  # slugs, as in the key
+    run: str
+
+
+def parse_compact_key(key: str) -> tuple[str, str, str] | None:
+    """(campaign, run, file) of a file of a run's compact (``compact/campaign=<c>/run=<r>/<file>``,
+    compact_prefix); None for any other key (a deeper one, one outside the layout)."""
+    match = _COMPACT_FILE.match(key)
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
+def find_compact(text: str) -> CompactKey | None:
+    """The first run's compact a key or a text (an error message) names by one of its files: a key,
+    a local store's path, an s3:// URL or a local copy of one. None if it names none."""
+    match = _COMPACT_IN_TEXT.search(text)
+    return CompactKey(*match.groups()) if match else None
 
 
 def analytics_prefix(campaign: str, run: str | None = None) -> str:
     """Where the aggregated Parquet tables of a campaign (or one run) are written."""
-    return f"{ANALYTICS_ROOT}/campaign={slug(campaign)}/run={slug(run) if run else ALL_RUNS}"
+    return f"{ANALYTICS_ROOT}/{_segment(CAMPAIGN, campaign)}/{_segment(RUN, run or ALL_RUNS)}"
 
 
 def report_prefix(campaign: str, run: str | None = None) -> str:
@@ -173,7 +226,19 @@ def report_prefix(campaign: str, run: str | None = None) -> str:
     return f"{analytics_prefix(campaign, run)}/{REPORT_DIR}"
 
 
+_REPORT_KEY = re.compile(
+    rf"^{re.escape(ANALYTICS_ROOT)}/{_field(CAMPAIGN)}/{_field(RUN)}/{re.escape(REPORT_DIR)}/{re.escape(REPORT_INDEX)}$"
+)
+
+
+def parse_report_key(key: str) -> tuple[str, str] | None:
+    """(campaign, run) of a built report's index page (``report_prefix(c, r)/index.html``, as slugs;
+    run ``all`` for a campaign's report); None for any other key."""
+    match = _REPORT_KEY.match(key)
+    return (match.group(1), match.group(2)) if match else None
+
+
 def lock_key(campaign: str | None) -> str:
     """The file of the lock one aggregation of a campaign holds (by the campaign's slug, as its other
     keys: ``Prod`` and ``prod`` share it), or of an aggregation of every campaign."""
-    return f"{LOCKS_ROOT}/" + (f"campaign={slug(campaign)}.lock" if campaign else "all-campaigns.lock")
+    return f"{LOCKS_ROOT}/" + (f"{_segment(CAMPAIGN, campaign)}.lock" if campaign else "all-campaigns.lock")

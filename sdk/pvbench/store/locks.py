@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
-from pvbench.store.backends import StoreError
+from pvbench.store.base import StoreError
 from pvbench.store.layout import LOCKS_ROOT, lock_key
 
 log = logging.getLogger("pvbench.store")
@@ -157,7 +157,7 @@ def _machine_lock(store, campaign: str | None, waiting: Callable[[str], None] | 
 @contextlib.contextmanager
 def folder_lock(folder: Path, shared: bool) -> Iterator[None]:
     """``flock(2)`` on a folder itself (no lock file among what it holds): exclusive while a set of
-    tables in it is replaced (runner.write_parquet), shared while one is read (the report build's
+    tables in it is replaced (analytics.outputs.write_parquet), shared while one is read (the report build's
     stage_data), so a reader never copies half of one set and half of the next. Where the
     filesystem cannot lock a folder (some network filesystems), the block runs without it."""
     try:

@@ -9,7 +9,7 @@ run's compact, SciPy importing). pvbench_lab.bench_multi_get prints both, side b
 
 How many at once: a GET of a small document is mostly its round trip, so once the store is a few
 milliseconds away the number in flight sets the pace: S3Store reads with 64 connections
-(backends.S3_CONNECTIONS), kept open from one call to the next (Connections);
+(s3.S3_CONNECTIONS), kept open from one call to the next (Connections);
 pvbench_lab.bench_s3_latency prints 16, 64 and 128 side by side behind a proxy that adds latency.
 
 The SDK still signs every request (S3Store gives presigned URLs: SigV4, computed locally) and
