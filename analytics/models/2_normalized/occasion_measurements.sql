@@ -27,4 +27,4 @@ select
     list_sort(list(struct_pack(rep, cell_order, value, role, started_at, node, source)), 'ASC', 'NULLS LAST')
         as observations
 from result_values
-group by campaign, run, occasion, storage_class, profile, workload, direction, metric
+group by all

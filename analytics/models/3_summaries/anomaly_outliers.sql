@@ -34,7 +34,7 @@ with cells as (
         coalesce(sum(n) filter (where n >= 3), 0)::bigint as n_judged,
         (sum(n) - count(*) - 1)::bigint as df
     from occasion_measurements
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
 ),
 -- the cell's median and quartiles: the summary's (computed there once, over the same values)
 cell_quantiles as (

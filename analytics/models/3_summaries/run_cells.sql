@@ -23,7 +23,7 @@ merged as (
         any_value(run_mean) as mean,
         case when sum(n) > 1 then sqrt((sum(ss) + sum(n * (mean - run_mean) ^ 2)) / (sum(n) - 1)) end as sd
     from occasions
-    group by campaign, run, storage_class, profile, workload, direction, metric
+    group by all
 ),
 medians as (
     select campaign, run, storage_class, profile, workload, direction, metric, quantile_cont(o.value, 0.5) as median

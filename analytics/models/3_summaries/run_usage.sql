@@ -11,7 +11,7 @@ with results as (
         any_value(ended_at) as ended_at,
         any_value(cpu_seconds) as cpu_seconds
     from result_rows
-    group by campaign, run, storage_class, source_key
+    group by all
 )
 select
     campaign, run, storage_class,
@@ -23,4 +23,4 @@ select
     min(started_at) as started_at,
     max(ended_at) as ended_at
 from results
-group by campaign, run, storage_class
+group by all

@@ -16,7 +16,7 @@
 with cell_means as (
     select campaign, storage_class, profile, workload, direction, metric, sum(n * mean) / sum(n) as grand_mean
     from occasion_measurements
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
 ),
 occasions as (
     -- each occasion beside its cell's grand mean (a group and a join: a window over every
@@ -50,7 +50,7 @@ stats as (
         -- the repetitions' noise of an occasion mean, relative (CV² / n): the floor
         coalesce(avg(ss / (n - 1) / n / (mean * mean)) filter (where n > 1 and mean > 0), 0) as floor_log
     from occasions
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
 ),
 quartiles as (
     -- the values alone unnested, not the observations' structs (a fifth of the quartiles' time)
@@ -60,7 +60,7 @@ quartiles as (
     from (select campaign, storage_class, profile, workload, direction, metric,
                  unnest(list_transform(observations, o -> o.value)) as value
           from occasion_measurements)
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
 ),
 max_df as (select max(df) as df from t_critical),
 moderated as (

@@ -19,7 +19,7 @@ with occasions as (
 cells as (
     select campaign, cell, var_samp(log_mean) as s2, count(*) - 1 as df
     from occasions
-    group by campaign, cell
+    group by all
     having count(*) >= 2 and var_samp(log_mean) > 0
 ),
 picked as (
@@ -34,10 +34,10 @@ residuals as (
         from occasions o
         join picked using (campaign, cell)
     )
-    group by campaign
+    group by all
 ),
 variances as (
-    select campaign, list(s2) as s2s, list(df) as dfs from cells group by campaign
+    select campaign, list(s2) as s2s, list(df) as dfs from cells group by all
 ),
 fitted as (
     select campaign, variance_prior(v.s2s, v.dfs, r.cells, r.occasions, r.resids) as p

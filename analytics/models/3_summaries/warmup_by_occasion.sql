@@ -40,7 +40,7 @@ per_occasion as (
         count(*) filter (where not is_first and case when better = 'higher' then value <= first_value_of_occasion
                                                      else value >= first_value_of_occasion end) as n_not_faster
     from ranked
-    group by campaign, run, occasion, storage_class, profile, workload, direction, metric
+    group by all
     having count(*) >= 3
 )
 select

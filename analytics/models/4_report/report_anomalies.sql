@@ -26,7 +26,7 @@ with limit_cells as (
         any_value(tolerance) as tolerance,
         any_value(limit_pattern) as limit_pattern
     from over_limit
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
     having count(*) filter (where over_limit) > 0
 ),
 warmup_cells as (
@@ -44,7 +44,7 @@ warmup_cells as (
         median(rest_median) as rest_median,
         string_agg(printf('%s: %+.0f%%', occasion, 100 * slowdown), ', ' order by run, occasion) as by_occasion
     from warmup_by_occasion
-    group by campaign, storage_class, profile, workload, direction, metric
+    group by all
 ),
 -- the exact p of each cell (the convolution is cached per rank sum and design in Python)
 warmup_tested as (

@@ -47,5 +47,5 @@ select
     (any_value(cp.price_per_hour) is not null or bool_or(pc.class_price_per_hour is not null)) as has_cost_model
 from per_class pc
 cross join cluster_price cp
-group by pc.campaign, pc.run
+group by all
 order by pc.campaign, min(pc.started_at), pc.run

@@ -14,7 +14,7 @@ with cells as (
         count(*) filter (where slo_met) as n_met
     from result_rows
     where slo_met is not null
-    group by campaign, storage_class, profile, workload, direction
+    group by all
 )
 select
     c.campaign, c.storage_class, c.profile, c.workload, c.workload_title, c.direction,

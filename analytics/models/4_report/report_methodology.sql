@@ -13,7 +13,7 @@ cells as (
 ),
 reps as (
     select campaign, run, occasion, storage_class, profile, workload, direction, sum(n_rows) as reps
-    from rr group by campaign, run, occasion, storage_class, profile, workload, direction
+    from rr group by all
 ),
 rows as (
     -- setup
@@ -55,7 +55,7 @@ rows as (
            -- one row per occasion already: list them in the order they ran
            string_agg(occasion || coalesce(' (' || strftime(started, '%a %Y-%m-%d %H:%M UTC') || ')', ''), '; '
                       order by started nulls last, occasion)
-    from (select campaign, occasion, min(first_started_at) as started from rr group by campaign, occasion)
+    from (select campaign, occasion, min(first_started_at) as started from rr group by all)
     group by campaign
     union all
     select campaign, 2, 'design', 40, 'cell order',

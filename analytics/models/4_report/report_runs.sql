@@ -11,7 +11,7 @@ with runs as (
     select campaign, storage_class, profile, run, min(started_at) as run_started_at
     from occasion_measurements
     where is_headline
-    group by campaign, storage_class, profile, run
+    group by all
 ),
 ranked as (
     select

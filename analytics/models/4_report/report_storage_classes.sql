@@ -13,5 +13,5 @@ select
     min(first_started_at) as first_started_at,
     max(last_started_at) as last_started_at
 from run_setup
-group by campaign, storage_class
+group by all
 order by campaign, storage_class
