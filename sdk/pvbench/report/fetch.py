@@ -20,7 +20,6 @@ from pvbench.store import LocalStore, open_store
 from pvbench.store.base import StoreError
 from pvbench.store.layout import ALL_RUNS, ANALYTICS_ROOT, REPORT_DIR, REPORT_INDEX, parse_report_key, report_prefix
 
-INDEX = REPORT_INDEX
 # Set in the Argo report step from the chart's ConfigMap pvbench-report (both optional).
 STORE_ENV = "PVBENCH_REPORT_STORE"  # the artifact repository as a store URL: s3://<bucket>
 URL_ENV = "PVBENCH_REPORT_URL"  # where the team opens reports: an Argo UI link template
@@ -173,8 +172,8 @@ def fetch_report(location: str, dest: Path, workers: int = 8) -> Path:
             f"no report at {store.url}/: nothing is stored there (has the run's report step "
             "finished? `pvbench report serve --store s3://BUCKET` lists the stored reports)"
         )
-    if INDEX not in keys or not any(k.startswith("_app/") for k in keys):
-        hint = f"; the run's report is {store.url}/{REPORT_DIR}/" if f"{REPORT_DIR}/{INDEX}" in keys else ""
+    if REPORT_INDEX not in keys or not any(k.startswith("_app/") for k in keys):
+        hint = f"; the run's report is {store.url}/{REPORT_DIR}/" if f"{REPORT_DIR}/{REPORT_INDEX}" in keys else ""
         raise ReportError(
             f"{store.url}/ holds {len(keys)} objects but no built report (no index.html and _app/)" + hint
         )
