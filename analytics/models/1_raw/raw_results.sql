@@ -24,7 +24,10 @@ from read_json(
         metrics: 'STRUCT(direction VARCHAR, iops DOUBLE, bw_mib_s DOUBLE, io_bytes BIGINT, runtime_ms BIGINT, lat_mean_us DOUBLE, lat_p50_us DOUBLE, lat_p90_us DOUBLE, lat_p99_us DOUBLE, lat_p999_us DOUBLE, lat_kind VARCHAR, straggler_ratio DOUBLE)[]',
         lifecycle: 'STRUCT(claim VARCHAR, volume VARCHAR, pod_created_at TIMESTAMPTZ, claim_created_at TIMESTAMPTZ, volume_bound_at TIMESTAMPTZ, pod_scheduled_at TIMESTAMPTZ, volume_attached_at TIMESTAMPTZ, pod_sandbox_at TIMESTAMPTZ, container_started_at TIMESTAMPTZ, volume_bind_s DOUBLE, pod_schedule_s DOUBLE, volume_attach_s DOUBLE, volume_mount_s DOUBLE, pod_start_s DOUBLE, resolution_s DOUBLE, notes VARCHAR[])',
         clients: 'STRUCT(count INTEGER, start_skew_s DOUBLE, overlap_s DOUBLE, overlap_share DOUBLE, barrier VARCHAR, volumes VARCHAR, per_client STRUCT(client INTEGER, target_path VARCHAR, node VARCHAR, ready_at TIMESTAMPTZ, released_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, measured_from TIMESTAMPTZ, cpu_seconds DOUBLE, metrics STRUCT(direction VARCHAR, iops DOUBLE, bw_mib_s DOUBLE, io_bytes BIGINT, runtime_ms BIGINT, lat_mean_us DOUBLE, lat_p50_us DOUBLE, lat_p90_us DOUBLE, lat_p99_us DOUBLE, lat_p999_us DOUBLE, lat_kind VARCHAR, straggler_ratio DOUBLE)[])[])',
-        latency_slo: 'STRUCT(direction VARCHAR, latency VARCHAR, percentile DOUBLE, target_us DOUBLE, met BOOLEAN, iops DOUBLE, latency_us DOUBLE, rate_iops DOUBLE, bound VARCHAR, probes STRUCT(phase VARCHAR, rate_iops DOUBLE, iops DOUBLE, latency_us DOUBLE, met BOOLEAN, runtime_s DOUBLE)[])'
+        latency_slo: 'STRUCT(direction VARCHAR, latency VARCHAR, percentile DOUBLE, target_us DOUBLE, met BOOLEAN, iops DOUBLE, latency_us DOUBLE, rate_iops DOUBLE, bound VARCHAR, probes STRUCT(phase VARCHAR, rate_iops DOUBLE, iops DOUBLE, latency_us DOUBLE, met BOOLEAN, runtime_s DOUBLE)[])',
+        series: 'STRUCT(interval_ms BIGINT, directions STRUCT(direction VARCHAR, t_s DOUBLE[], iops DOUBLE[], bw_mib_s DOUBLE[], lat_mean_us DOUBLE[], lat_p50_us DOUBLE[], lat_p99_us DOUBLE[], lat_p999_us DOUBLE[])[])',
+        steady_state: 'STRUCT(criterion VARCHAR, window_s DOUBLE, ramp_s DOUBLE, max_s DOUBLE, attained BOOLEAN, after_s DOUBLE)',
+        guards: 'STRUCT(rule VARCHAR, "value" DOUBLE, threshold DOUBLE, detail VARCHAR)[]'
     }
 )
 where schema_version = 'pvbench.result/v1'

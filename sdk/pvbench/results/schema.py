@@ -276,6 +276,53 @@ class LatencySloResult(_Strict):
     probes: list[SloProbe] = Field(default_factory=list)
 
 
+class SecondSeries(_Strict):
+    """One direction of a cell, interval by interval, from fio's own interval logs (``log_avg_msec``
+    averages; latency percentiles from ``log_hist_msec`` histograms), summed over fio's jobs (and a
+    multi-client cell's clients) interval by interval. Lists are aligned: item i is interval i."""
+
+    direction: Direction
+    t_s: list[Measure] = Field(description="End of each interval, seconds since fio's measurement began")
+    iops: list[Measure]
+    bw_mib_s: list[Measure]
+    lat_mean_us: list[Measure | None] = Field(default_factory=list)
+    lat_p50_us: list[Measure | None] = Field(default_factory=list)
+    lat_p99_us: list[Measure | None] = Field(default_factory=list)
+    lat_p999_us: list[Measure | None] = Field(default_factory=list)
+
+
+class CellSeries(_Strict):
+    """The cell over time (fio's interval logs, parsed in the pod; the logs themselves are stored
+    beside fio.json)."""
+
+    interval_ms: Count = Field(description="fio's log_avg_msec / log_hist_msec")
+    directions: list[SecondSeries]
+
+
+class SteadyStateResult(_Strict):
+    """fio's ``steadystate`` criterion for the cell, and whether fio saw it met."""
+
+    criterion: str = Field(description="fio's ss option as run, e.g. iops_slope:0.3%")
+    window_s: Measure = Field(description="ss_dur: the window the criterion is judged over")
+    ramp_s: Measure = Field(description="ss_ramp: seconds before fio starts judging")
+    max_s: Measure = Field(description="The runtime ceiling: fio stops there if never steady")
+    attained: bool
+    after_s: Measure | None = Field(default=None, description="Seconds fio ran until it was steady (null: never)")
+
+
+GuardRule = Literal["client_cpu", "page_cache", "unwritten_reads"]
+
+
+class GuardFlag(_Strict):
+    """A guard that tripped: the cell may have measured something other than the storage
+    (pvbench.cells.guards holds the rules, their thresholds and which way each one biases)."""
+
+    rule: GuardRule
+    value: Measure = Field(description="What was measured against the threshold")
+    threshold: Measure
+    detail: str = Field(description="One line for the report, e.g. 'fio used 1.97 of 2 CPUs'")
+
+
 class ResultDocument(_Strict):
     schema_version: Literal["pvbench.result/v1"] = SCHEMA_VERSION
     identity: CellIdentity
@@ -290,6 +337,10 @@ class ResultDocument(_Strict):
     )
     # latency-slo cells only (absent in older documents and every other profile's)
     latency_slo: LatencySloResult | None = None
+    # absent in older documents and imports
+    series: CellSeries | None = Field(default=None, description="The cell second by second (fio's interval logs)")
+    steady_state: SteadyStateResult | None = Field(default=None, description="Profiles with a steadystate criterion")
+    guards: list[GuardFlag] = Field(default_factory=list, description="Guards that tripped (none: all held)")
 
     def to_json(self) -> bytes:
         return self.model_dump_json(indent=2).encode()
