@@ -27,7 +27,7 @@ from read_json(
         latency_slo: 'STRUCT(direction VARCHAR, latency VARCHAR, percentile DOUBLE, target_us DOUBLE, met BOOLEAN, iops DOUBLE, latency_us DOUBLE, rate_iops DOUBLE, bound VARCHAR, probes STRUCT(phase VARCHAR, rate_iops DOUBLE, iops DOUBLE, latency_us DOUBLE, met BOOLEAN, runtime_s DOUBLE)[])',
         series: 'STRUCT(interval_ms BIGINT, directions STRUCT(direction VARCHAR, t_s DOUBLE[], iops DOUBLE[], bw_mib_s DOUBLE[], lat_mean_us DOUBLE[], lat_p50_us DOUBLE[], lat_p99_us DOUBLE[], lat_p999_us DOUBLE[])[])',
         steady_state: 'STRUCT(criterion VARCHAR, window_s DOUBLE, ramp_s DOUBLE, max_s DOUBLE, attained BOOLEAN, after_s DOUBLE)',
-        guards: 'STRUCT(rule VARCHAR, "value" DOUBLE, threshold DOUBLE, detail VARCHAR)[]'
+        guards: 'STRUCT(rule VARCHAR, "value" DOUBLE, threshold DOUBLE, excluded BOOLEAN, detail VARCHAR)[]'
     }
 )
 where schema_version = 'pvbench.result/v1'

@@ -320,7 +320,8 @@ class GuardFlag(_Strict):
     rule: GuardRule
     value: Measure = Field(description="What was measured against the threshold")
     threshold: Measure
-    detail: str = Field(description="One line for the report, e.g. 'fio used 1.97 of 2 CPUs'")
+    excluded: bool = Field(description="Left out of rankings and verdicts (the rule's default for this case)")
+    detail: str = Field(description="One line for the report, e.g. 'fio's job was busy on or waiting for a CPU 98% of its run'")
 
 
 class ResultDocument(_Strict):
