@@ -35,10 +35,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def bare_fio_iops(jobfile: str) -> float:
-    with tempfile.NamedTemporaryFile("w", suffix=".fio") as job:
-        job.write(jobfile)
-        job.flush()
-        out = subprocess.run(["fio", "--output-format=json", job.name], capture_output=True, text=True, check=True)
+    # in a directory of its own: the job file's interval logs (pvbench.fio.series) go to fio's working directory
+    with tempfile.TemporaryDirectory(prefix="pvbench-bare-") as workdir:
+        job = Path(workdir) / "job.fio"
+        job.write_text(jobfile)
+        out = subprocess.run(
+            ["fio", "--output-format=json", str(job)], cwd=workdir, capture_output=True, text=True, check=True
+        )
     data = json.loads(out.stdout[out.stdout.find("{") :])
     return sum(j["read"]["iops"] + j["write"]["iops"] for j in data["jobs"])
 

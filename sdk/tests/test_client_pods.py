@@ -195,6 +195,9 @@ def test_two_client_pods_measure_the_same_seconds_and_merge_into_one_result(tmp_
     per_client = [m.iops for c in section.per_client for m in c.metrics if m.iops]
     assert total.iops == pytest.approx(sum(per_client), rel=1e-9) and 0 < total.straggler_ratio <= 1
     assert doc.identity.labels == {"role": "adhoc"} and doc.identity.rep == 1
+    # each pod checked the guards itself; a flag of the cell names the client that tripped it
+    assert all("guards" in json.loads(f.read_text()) for f in (tmp_path / "clients").rglob(CLIENT_FILE))
+    assert all(f.detail.startswith(("client 1 of 2: ", "client 2 of 2: ")) for f in doc.guards), doc.guards
     raw = json.loads((out / RAW_FIO_FILE).read_text())
     assert raw["format"] == "pvbench.fio-clients/v1" and [c["client"] for c in raw["clients"]] == [1, 2]
 

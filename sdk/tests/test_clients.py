@@ -19,6 +19,7 @@ from pvbench.fio.barrier import Barrier
 from pvbench.fio.clients import run_fio_clients
 from pvbench.fio.merge import ClientOutput, merge_clients, merge_raw, read_clients_raw
 from pvbench.fio.parse import fio_percentile_threshold
+from pvbench.fio.series import read_logs_archive
 from pvbench.fio.target import client_dirs, remove_fio_files
 from pvbench.local.config import load_config
 from pvbench.local.runner import plan_run, run_local
@@ -65,7 +66,10 @@ def test_four_clients_start_together_and_their_total_is_merged(tmp_path):
     assert [Path(c.target_path) for c in section.per_client] == [target / f"pvbench-client-{i}" for i in range(1, 5)]
 
     # the barrier: nobody left it before every client was ready, and all left within MAX_SKEW_S
-    clients = read_clients_raw(raw)
+    clients = read_clients_raw(raw.fio_json)
+    # the cell's series: the four clients' logs, summed interval by interval; the logs kept per client
+    assert doc.series is not None and doc.series.directions[0].direction == "read"
+    assert len(read_logs_archive(raw.fio_logs)) == 4
     last_ready = max(ns for c in clients for ns in c.ready_ns)
     releases = [ns for c in clients for ns in c.released_ns]
     assert len(releases) == 4 and min(releases) >= last_ready
@@ -101,7 +105,7 @@ def test_four_clients_start_together_and_their_total_is_merged(tmp_path):
     jobs = [job["read"]["lat_ns"] for c in clients for job in c.output["jobs"]]
     assert total.lat_mean_us == pytest.approx(sum(j["mean"] * j["N"] for j in jobs) / len(samples) / 1000)
     # the raw document holds each client's json+ untouched and merges back to the same result
-    assert merge_raw(raw, plan.timing.runtime_s) == (doc.metrics, section)
+    assert merge_raw(raw.fio_json, plan.timing.runtime_s) == (doc.metrics, section)
 
     remove_fio_files(target)
     assert client_dirs(target) == [] and list(target.iterdir()) == []

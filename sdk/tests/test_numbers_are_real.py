@@ -50,7 +50,11 @@ def test_pvbench_and_bare_fio_agree(tmp_path):
         jobfile = render_jobfile(plan.profile, [plan.test], plan.timing, target)
         (tmp_path / "bare.fio").write_text(jobfile)
         out = subprocess.run(
-            ["fio", "--output-format=json", str(tmp_path / "bare.fio")], capture_output=True, text=True, check=True
+            ["fio", "--output-format=json", str(tmp_path / "bare.fio")],
+            cwd=tmp_path,  # the job's interval logs go to fio's working directory
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         bare = json.loads(out[out.find("{") :])["jobs"][0]
         doc, raw = run_cell(plan)
@@ -60,4 +64,4 @@ def test_pvbench_and_bare_fio_agree(tmp_path):
             assert abs(ours[direction].iops / bare[direction]["iops"] - 1) < 0.03
             assert abs(ours[direction].iops / rate - 1) < 0.03
             assert abs(ours[direction].bw_mib_s / (bare[direction]["bw_bytes"] / 2**20) - 1) < 0.03
-        assert json.loads(raw)["jobs"][0]["job options"]["rate_iops"]
+        assert json.loads(raw.fio_json)["jobs"][0]["job options"]["rate_iops"]

@@ -99,7 +99,7 @@ def test_rendered_jobfile_keeps_latency_on_and_stonewalls(tmp_path):
     assert subprocess.run(["fio", "--parse-only", str(job)], capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("spec", ["dbench", "vshn", "sweep"])
+@pytest.mark.parametrize("spec", ["dbench", "vshn", "sweep", "soak"])
 def test_every_profile_parses_in_fio(tmp_path, spec):
     p = load_profile(spec)
     job = tmp_path / "j.fio"

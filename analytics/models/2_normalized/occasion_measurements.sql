@@ -8,8 +8,13 @@
 -- (Chan et al.: ss = Σ ss_i + Σ n_i (mean_i − mean)²), and observations keep every value, so medians,
 -- quartiles and per-value tests stay exact (measurements unnests them).
 -- observations are in the order the repetitions ran (rep, then cell order): [1] is the first rep.
+-- excluded_by (the guards that leave a result out, sorted; [] for most) is a grouping column: an
+-- occasion with a flagged repetition has a row of its clean values and one of its flagged ones.
+-- Which flags are left out is chosen when the campaign is aggregated (`--keep-flagged`), not here:
+-- the campaign reads these rows through a view that drops the excluded rows and merges an
+-- occasion's kept ones again (pvbench.analytics.inputs.count_occasions), without compacting again.
 select
-    campaign, run, occasion, storage_class, profile, workload, direction, metric,
+    campaign, run, occasion, storage_class, profile, workload, direction, metric, excluded_by,
     any_value(workload_title) as workload_title,
     any_value(rw) as rw, any_value(bs) as bs, any_value(bs_bytes) as bs_bytes, any_value(iodepth) as iodepth,
     any_value(numjobs) as numjobs, any_value(rwmixread) as rwmixread, any_value(fsync) as fsync,

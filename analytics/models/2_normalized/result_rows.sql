@@ -4,8 +4,22 @@
 with unnested as (
     select
         r.identity as id, r.workload as wl, r.provenance as pv, r.lifecycle as lc, r.clients as cl,
-        r.latency_slo as slo, unnest(r.metrics) as m, r.source_key, r.cell_key
+        r.latency_slo as slo, r.steady_state as ss, coalesce(r.guards, []) as guards,
+        unnest(r.metrics) as m, r.series, r.source_key, r.cell_key
     from raw_results r
+),
+with_series as (
+    -- the direction's own seconds (fio's interval logs), if the result has them
+    select *, list_filter(coalesce(series.directions, []), d -> d.direction = m.direction)[1] as sec
+    from unnested
+),
+stability as (
+    select *,
+        case coalesce(wl.headline_metric, 'iops')
+            when 'bw_mib_s' then sec.bw_mib_s when 'lat_mean_us' then sec.lat_mean_us else sec.iops
+        end as headline_seconds,
+        coalesce(wl.headline_metric, 'iops') = 'lat_mean_us' as headline_lower_is_better
+    from with_series
 )
 select
     id.campaign                          as campaign,
@@ -65,6 +79,36 @@ select
     lc.volume_attach_s                 as volume_attach_s,
     lc.volume_mount_s                  as volume_mount_s,
     lc.pod_start_s                     as pod_start_s,
+    -- fio's steadystate criterion (profiles that set one): whether fio saw it met, and when
+    ss.criterion                       as steady_criterion,
+    ss.window_s                        as steady_window_s,
+    ss.max_s                           as steady_max_s,
+    ss.attained                        as steady_attained,
+    ss.after_s                         as steady_after_s,
+    -- the guards that tripped (usually none): every flag for the flagged cells' report, and the
+    -- rules whose flag leaves the result out of the statistics, sorted: occasion_measurements groups
+    -- by them, so an aggregation can keep a rule's flagged values without compacting again
+    guards,
+    list_sort(list_distinct(list_transform(list_filter(guards, g -> g.excluded), g -> g.rule))) as excluded_by,
+    -- fio's job options, for the flagged cells only (the report shows what they ran with; stored
+    -- for every result they would be the largest column of the compact)
+    case when len(guards) > 0 then pv.fio_options end as flagged_fio_options,
+    -- how steady the result ran, from its seconds (null without a series): computed here from the
+    -- lists, once per result, so no model ever unnests every result's seconds.
+    --   stability_cv           sd / mean of the headline metric's seconds (sample sd)
+    --   worst_second_ratio     the worst second against the median second, direction-aware: min ÷
+    --                          median when higher is better (IOPS, MiB/s), max ÷ median for latency
+    --   iops_min_ratio, p99_max_ratio   the same for IOPS and p99 latency, whatever the headline
+    len(sec.iops)                      as n_seconds,
+    list_max(sec.t_s)                  as series_s,
+    list_stddev_samp(headline_seconds) / nullif(list_avg(headline_seconds), 0) as stability_cv,
+    case when headline_lower_is_better
+        then list_max(headline_seconds) / nullif(list_median(headline_seconds), 0)
+        else list_min(headline_seconds) / nullif(list_median(headline_seconds), 0)
+    end                                as worst_second_ratio,
+    list_stddev_samp(sec.iops) / nullif(list_avg(sec.iops), 0) as iops_cv,
+    list_min(sec.iops) / nullif(list_median(sec.iops), 0) as iops_min_ratio,
+    list_max(sec.lat_p99_us) / nullif(list_median(sec.lat_p99_us), 0) as p99_max_ratio,
     source_key,
     cell_key
-from unnested
+from stability

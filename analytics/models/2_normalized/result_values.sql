@@ -14,6 +14,7 @@
 --               getvariable('lifecycle_workload') (pvbench.results.schema.LIFECYCLE_WORKLOAD; direction
 --               'volume'), summarised and compared like any workload,
 --               with pod_start_s (pod created -> benchmark container started) as its headline.
+-- excluded_by: the guards whose flag leaves the result out of the statistics (result_rows).
 -- Multi-client cells add straggler_ratio (a fio-source metric: slowest client's IOPS / mean client IOPS).
 -- A view: occasion_measurements, its only reader, groups the values as they are made, never
 -- stored one per row (a compaction's batch of 10,000 documents is ~140,000 values).
@@ -41,7 +42,7 @@ select
     c.better,
     metric = coalesce(headline_metric, 'iops') as is_headline,
     value,
-    started_at, node, fio.source
+    started_at, node, fio.source, excluded_by
 from fio
 join metric_catalog c using (metric)
 where value is not null and c.source in ('fio', 'latency_slo')
@@ -51,7 +52,8 @@ select
     direction, null as rw, null as bs, null as bs_bytes, null as iodepth, null as numjobs, null as rwmixread,
     null as fsync, getvariable('lifecycle_workload') as wl_group, null as "load",
     metric, c.unit, c.better, metric = 'pod_start_s' as is_headline, value,
-    started_at, node, lifecycle.source
+    -- a guard judges the I/O fio measured, not how long the volume took to become usable
+    started_at, node, lifecycle.source, []::varchar[] as excluded_by
 from lifecycle
 join metric_catalog c using (metric)
 where value is not null and c.source = 'lifecycle'

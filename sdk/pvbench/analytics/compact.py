@@ -11,6 +11,9 @@ A run's compact (store layout: compact/campaign=<c>/run=<r>/) holds
                           the per-run models (3_summaries; PER_RUN_TABLES): each row comes from
                           this run's results alone, so they are made once, here, not again over
                           every run of the campaign whenever a run is added;
+    cell_series.parquet   each result's seconds, as lists (2_normalized/cell_series, from the
+                          documents' series; SERIES_TABLES): the campaign unnests only the latest
+                          run of each class; never written out with the campaign's tables;
     documents.parquet     every result.json of the run that was read: key, size, version (ETag or
                           mtime), the key its identity gives it, and why it was left out, if it was;
     failures.parquet      the run's failed cells as the orchestrator reported them (optional).
@@ -67,14 +70,19 @@ log = logging.getLogger("pvbench.analytics")
 COMPACT_TABLE = "result_rows"
 OCCASIONS_TABLE = "occasion_measurements"
 PER_RUN_TABLES = ("warmup_by_occasion", "run_cells", "run_usage", "run_setup")
-COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES)
+# Each result's seconds (fio's interval logs), as lists. Compacted like the others,
+# but only their campaign summaries are written out (a row per second of 100,000 results is not a
+# report table).
+SERIES_TABLES = ("cell_series",)
+COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES, *SERIES_TABLES)
 # The compact's format: bumped when a compact table gains or changes columns, or a new one is added
 # (2: the volume lifecycle; 3: multi-client clients, straggler_ratio; 5: client_volumes;
 # 6: occasion_measurements; 7: warmup_by_occasion, run_cells, run_usage; 8: run_setup; 9: the
-# observations' fields in sort order). Written into
+# observations' fields in sort order; 10: guards and steady state in result_rows, excluded_by in
+# occasion_measurements, the series tables). Written into
 # documents.parquet's metadata; a compact of another format is rebuilt from its run's documents,
 # like one whose listing changed.
-COMPACT_FORMAT = "9"
+COMPACT_FORMAT = "10"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).

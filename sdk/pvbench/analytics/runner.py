@@ -272,6 +272,8 @@ class BuildRequest:
     False where nothing written beside the run's compact is kept (the Argo step's artifacts).
     ``tables``: only the models that make these (and what they read) run: a caller that reads one
     table (``pvbench compare`` reads measurements) does not wait for the report's.
+    ``keep_flagged``: the guard rules whose flagged results stay in the statistics (by default a
+    flag whose rule excludes leaves its result out: inputs.count_occasions).
     """
 
     store: Store
@@ -287,6 +289,7 @@ class BuildRequest:
     progress: Callable[[str], None] | None = None
     keep_snapshot: bool = True
     tables: Sequence[str] | None = None
+    keep_flagged: Sequence[str] = ()
 
 
 def _build_tables(request: BuildRequest) -> duckdb.DuckDBPyConnection:
@@ -347,7 +350,7 @@ def _build_tables(request: BuildRequest) -> duckdb.DuckDBPyConnection:
             + (f"; what failed:{failed}" if failed else "")
         )
     install_inputs(con, root, skipped)
-    read_occasions(con, compact_models, uncounted)
+    read_occasions(con, compact_models, uncounted, request.keep_flagged)
     install_failures(con)
     if failures and run is None:  # failures of no named run: shown, not kept
         con.execute(f"INSERT INTO {FAILURES_TABLE} SELECT * FROM {given_failures(con, failures)}")

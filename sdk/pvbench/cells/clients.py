@@ -25,17 +25,21 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from pvbench import __version__
+from pvbench.cells import guards
+from pvbench.cells.publish import CellRaw
+from pvbench.cells.run import steady_state_of
 from pvbench.fio.barrier import Barrier
 from pvbench.fio.clients import run_fio_clients
 from pvbench.fio.merge import ClientOutput, clients_raw, merge_clients
 from pvbench.fio.parse import job_errors
 from pvbench.fio.runner import FioError, fio_version
+from pvbench.fio.series import cell_series, logs_archive, read_logs_archive
 from pvbench.fio.target import client_dir, filesystem_of
 from pvbench.profiles import render_jobfile
-from pvbench.results.schema import Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import GuardFlag, Provenance, ResultDocument, WorkloadSpec
 
 
-def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
+def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, CellRaw]:
     """``run_cell`` for a multi-client test (``plan``: a CellPlan), every client here. Returns the document and the raw text."""
     test = plan.test
     n = test.clients
@@ -53,12 +57,30 @@ def run_clients_cell(plan, labels: dict[str, str] | None = None) -> tuple[Result
         for r in runs
     ]
     where = f"{n} fio clients in {target}/pvbench-client-1..{n}"
+    filesystem = filesystem_of(target)
+    # all n clients' files share this host's page cache
+    per_client = {
+        r.client: guards.check(
+            r.run.output, r.run.job_cpu, _options(r.run.output), [targets[r.client - 1]], filesystem, n
+        )
+        for r in runs
+    }
     return clients_document(
-        plan, labels, outputs, started, ended, str(target), filesystem_of(target), where, volumes="shared"
+        plan,
+        labels,
+        outputs,
+        started,
+        ended,
+        str(target),
+        filesystem,
+        where,
+        volumes="shared",
+        guard_flags=guards.worst_of_clients(per_client),
+        logs=[r.run.logs for r in runs],  # client 1 first
     )
 
 
-def run_pod_client(plan, number: int, release: Callable[[], None], shared: bool = False) -> dict:
+def run_pod_client(plan, number: int, release: Callable[[], None], shared: bool = False) -> tuple[dict, bytes | None]:
     """Client ``number`` of an N-pod cell, in this pod on its own volume (``plan.target``).
 
     Its fio lays out its files and waits at a local file barrier; ``release`` (the cell's TCP
@@ -76,17 +98,26 @@ def run_pod_client(plan, number: int, release: Callable[[], None], shared: bool 
     errors = job_errors(output.output)
     if errors:
         raise FioError(f"client {number} of {plan.test.clients}: fio reported failed jobs: " + "; ".join(errors))
-    return {
+    filesystem = filesystem_of(target)
+    # checked here, in the client's pod: the merge step sees neither its CPUs, its memory nor its files
+    flags = guards.check(run.run.output, run.run.job_cpu, _options(run.run.output), [target], filesystem)
+    summary = {
         "client": output.to_dict(),
         "started_at": started.isoformat(),
         "ended_at": ended.isoformat(),
-        "filesystem": filesystem_of(target),
+        "filesystem": filesystem,
         "volumes": "shared" if shared else "own",
+        "guards": [f.model_dump(mode="json") for f in flags],
     }
+    # its interval logs go beside CLIENT_FILE (FIO_LOGS_FILE); the merge step makes the cell's series of them
+    return summary, logs_archive([run.run.logs])
 
 
-def merge_pod_clients(plan, labels: dict[str, str] | None, pod_outputs: list[dict]) -> tuple[ResultDocument, str]:
-    """The one result of an N-pod cell, from its client pods' client files (any order)."""
+def merge_pod_clients(
+    plan, labels: dict[str, str] | None, pod_outputs: list[dict], pod_logs: list[bytes | None] | None = None
+) -> tuple[ResultDocument, CellRaw]:
+    """The one result of an N-pod cell, from its client pods' client files (any order) and, in the
+    same order, their interval logs (``run_pod_client``'s archives; None where a pod has none)."""
     n = plan.test.clients
     outputs = sorted((ClientOutput.from_dict(o["client"]) for o in pod_outputs), key=lambda c: c.client)
     numbers = [o.client for o in outputs]
@@ -108,13 +139,43 @@ def merge_pod_clients(plan, labels: dict[str, str] | None, pod_outputs: list[dic
     [volumes] = modes
     how = "each on its own volume of the class" if volumes == "own" else "on one shared volume of the class"
     where = f"{n} fio client pods, {how} (node(s): {', '.join(nodes) or 'unknown'})"
+    per_client = {
+        int(o["client"]["client"]): [GuardFlag.model_validate(f) for f in o.get("guards") or []] for o in pod_outputs
+    }
     return clients_document(
-        plan, labels, outputs, started, ended, None, ",".join(filesystems) or None, where, "pods", volumes
+        plan,
+        labels,
+        outputs,
+        started,
+        ended,
+        None,
+        ",".join(filesystems) or None,
+        where,
+        "pods",
+        volumes,
+        guards.worst_of_clients(per_client),
+        logs=_pod_logs(pod_outputs, pod_logs, n),
     )
+
+
+def _pod_logs(pod_outputs: list[dict], pod_logs: list[bytes | None] | None, n: int) -> list[dict[str, bytes]] | None:
+    """Each client's log files, client 1 first, from the pods' archives (paired with their outputs)."""
+    if not pod_logs:
+        return None
+    by_client = {
+        int(o["client"]["client"]): (read_logs_archive(data) or [{}])[0] if data else {}
+        for o, data in zip(pod_outputs, pod_logs)
+    }
+    return [by_client.get(number, {}) for number in range(1, n + 1)]
 
 
 def _node() -> str | None:
     return os.environ.get("PVBENCH_NODE_NAME") or os.environ.get("NODE_NAME")
+
+
+def _options(output: dict) -> dict:
+    """A client's fio options as it ran them (its job file holds one job section)."""
+    return {**output.get("global options", {}), **output["jobs"][0].get("job options", {})}
 
 
 def _jobfile(plan, path, barrier: Barrier, client: int) -> str:
@@ -134,8 +195,12 @@ def clients_document(
     where: str,
     barrier: str = "file",
     volumes: str | None = None,
-) -> tuple[ResultDocument, str]:
-    """The cell's result document (totals, clients section, provenance) and raw text from its clients' outputs."""
+    guard_flags: list[GuardFlag] | None = None,
+    logs: list[dict[str, bytes]] | None = None,
+) -> tuple[ResultDocument, CellRaw]:
+    """The cell's result document (totals, clients section, provenance, series) and raw files from its
+    clients' outputs and (``logs``, client 1 first) their interval logs. The cell's series is the
+    clients' series summed interval by interval, aligned by interval index (pvbench.fio.series)."""
     test, timing, cell = plan.test, plan.timing, plan.cell
     n = test.clients
     notes: dict[str, str] = {} if cell.seed is None else {"seed": str(cell.seed)}
@@ -177,6 +242,13 @@ def clients_document(
         notes=notes,
     )
     doc = ResultDocument(
-        identity=cell.identity(labels), workload=workload, provenance=provenance, metrics=metrics, clients=section
+        identity=cell.identity(labels),
+        workload=workload,
+        provenance=provenance,
+        metrics=metrics,
+        clients=section,
+        guards=guard_flags or [],
     )
-    return doc, clients_raw(outputs, barrier, volumes)
+    doc.series = cell_series(logs) if logs else None
+    doc.steady_state = steady_state_of(test, timing, [out.output for out in outputs])
+    return doc, CellRaw(clients_raw(outputs, barrier, volumes), logs_archive(logs) if logs else None)

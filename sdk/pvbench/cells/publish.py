@@ -3,8 +3,9 @@
 Order of events: the result is first written to a local spool directory (same key
 layout), then uploaded with retries. Only after a successful upload is the spool copy
 removed; otherwise it stays on disk, the failure is reported, and ``pvbench store flush``
-uploads it later. Uploading the raw fio JSON before result.json means a result.json in
-the store always has its raw data beside it.
+uploads it later. Uploading the raw files (fio's JSON, ``fio.json``, and its interval logs,
+``fio-logs.tar.gz``) before result.json means a result.json in the store always has its raw
+data beside it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ from pathlib import Path
 from pvbench.results.schema import ResultDocument
 from pvbench.store import LocalStore, Store
 from pvbench.store.base import StoreError
-from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE
+from pvbench.store.layout import RAW_FILES, RESULT_FILE
+
+
+@dataclass(frozen=True)
+class CellRaw:
+    """What a cell's run leaves besides its result document: fio's raw JSON (every client's, for a
+    multi-client cell: pvbench.fio.merge.clients_raw) and its interval logs as one gzipped tar
+    (pvbench.fio.series.logs_archive; None if fio wrote none)."""
+
+    fio_json: str
+    fio_logs: bytes | None = None
 
 
 @dataclass
@@ -26,9 +37,16 @@ class Published:
     error: str | None = None
 
 
-def publish(doc: ResultDocument, raw_fio: str | None, store: Store, spool: Path | None) -> Published:
+def publish(doc: ResultDocument, raw: CellRaw | str | None, store: Store, spool: Path | None) -> Published:
+    """Store the result and its raw files (``raw``: a cell's CellRaw, fio's JSON text alone, or none)."""
     key = doc.identity
-    files = [] if raw_fio is None else [(key.raw_fio_key(), raw_fio.encode())]
+    if isinstance(raw, str):
+        raw = CellRaw(raw)
+    files = []
+    if raw is not None:
+        files.append((key.raw_fio_key(), raw.fio_json.encode()))
+        if raw.fio_logs is not None:
+            files.append((key.fio_logs_key(), raw.fio_logs))
     files.append((key.result_key(), doc.to_json()))
     # A remote store is spooled first (a crash mid-upload loses nothing); a local one is
     # written directly and spooled only if that write fails. A spool that cannot take the
@@ -93,15 +111,16 @@ def flush(spool: Path, store: Store) -> tuple[list[str], list[tuple[str, str]]]:
     local = LocalStore(spool)
     for result_key in pending(spool):
         prefix = result_key[: -len(RESULT_FILE)]
+        raw_keys = [prefix + name for name in RAW_FILES if local.exists(prefix + name)]
         try:
-            raw_key = prefix + RAW_FIO_FILE
-            if local.exists(raw_key):
+            for raw_key in raw_keys:  # before result.json, as publish does
                 store.put_bytes(raw_key, local.get_bytes(raw_key))
             store.put_bytes(result_key, local.get_bytes(result_key))
         except (OSError, StoreError) as exc:
             failed.append((result_key, str(exc)))
             continue
-        (spool / prefix / RAW_FIO_FILE).unlink(missing_ok=True)
+        for raw_key in raw_keys:
+            (spool / raw_key).unlink(missing_ok=True)
         (spool / result_key).unlink()
         done.append(result_key)
     return done, failed

@@ -14,12 +14,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pvbench import __version__
+from pvbench.cells import guards
 from pvbench.cells.cell import Cell
+from pvbench.cells.publish import CellRaw
 from pvbench.cells.slo import describe as describe_slo
 from pvbench.cells.slo import rate_options, slo_fio_seconds, slo_probe_timing, slo_run_timing
 from pvbench.cells.slo import search as search_slo
-from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors
+from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors, steady_state_result
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
+from pvbench.fio.series import cell_series, logs_archive
 from pvbench.fio.target import check_target, filesystem_of
 from pvbench.profiles import (
     FioTest,
@@ -30,7 +33,7 @@ from pvbench.profiles import (
     render_jobfile,
     resolve_timing,
 )
-from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, SteadyStateResult, WorkloadSpec
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
@@ -182,8 +185,9 @@ def _search_slo(plan: CellPlan) -> tuple[LatencySloResult, FioRun]:
     return result, runs[-1]
 
 
-def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, str]:
-    """Run fio for one planned cell. Returns the result document and fio's raw JSON text."""
+def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[ResultDocument, CellRaw]:
+    """Run fio for one planned cell. Returns the result document (with its series and steady-state
+    verdict, from fio's own logs and json) and its raw files: fio's JSON text and interval logs."""
     if plan.test.clients > 1:  # N fio clients behind a barrier, merged into one result
         from pvbench.cells.clients import run_clients_cell
 
@@ -229,5 +233,19 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         cpu_seconds=cpu_seconds(run.output),
         notes=notes,
     )
-    doc = ResultDocument(identity=identity, workload=workload, provenance=provenance, metrics=metrics, latency_slo=slo)
-    return doc, run.raw_text
+    # fio's files are still in the target here (the caller cleans it up after)
+    flags = guards.check(run.output, run.job_cpu, options, [plan.target], provenance.filesystem)
+    doc = ResultDocument(
+        identity=identity, workload=workload, provenance=provenance, metrics=metrics, latency_slo=slo, guards=flags
+    )
+    doc.series = cell_series([run.logs])
+    doc.steady_state = steady_state_of(test, timing, [run.output])
+    return doc, CellRaw(run.raw_text, logs_archive([run.logs]))
+
+
+def steady_state_of(test: FioTest, timing: Timing, outputs: list[dict]) -> SteadyStateResult | None:
+    """fio's steady-state verdict of a test with a criterion (its fio run's json, one per client)."""
+    ss = test.steady_state
+    if ss is None:
+        return None
+    return steady_state_result(outputs, ss.criterion, ss.window_s, ss.ramp_s, max_s=timing.runtime_s)

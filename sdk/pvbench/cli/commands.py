@@ -97,7 +97,7 @@ def local_run(
             code=report.interrupted.exit_code,
         )
     if aggregate and report.stored:
-        _aggregate(cfg.store, cfg.campaign, None, None, limits)
+        _aggregate(cfg.store, cfg.campaign, None, None, limits, keep_flagged=tuple(cfg.keep_flagged))
     if not report.ok:
         raise typer.Exit(1)
 
@@ -110,6 +110,7 @@ def _aggregate(
     limits: Path | None = None,
     failures: list[dict] | None = None,
     snapshot: bool = True,
+    keep_flagged: tuple[str, ...] = (),
 ) -> None:
     import duckdb
 
@@ -146,6 +147,7 @@ def _aggregate(
                 progress=status.update,
                 keep_snapshot=snapshot,
                 waiting=waiting,
+                keep_flagged=keep_flagged,
             )
     except (AnalyticsError, StoreError, LimitsError) as exc:
         fail(str(exc), code=1 if failures else 2)
@@ -202,16 +204,31 @@ def aggregate_cmd(
             "a few files, not every run's); --no-snapshot where only the run's compact is kept (the Argo step)"
         ),
     ] = True,
+    keep_flagged: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="RULE[,RULE]",
+            help="Keep the results these guards flagged in the statistics (by default a flag whose rule excludes "
+            "leaves its result out of summaries, rankings and verdicts; kept ones stay marked). Rules: "
+            "pvbench.cells.guards (client_cpu, page_cache, unwritten_reads)",
+        ),
+    ] = None,
 ) -> None:
     """Compact new or changed runs, run analytics/ (DuckDB) over the campaign and write its Parquet tables.
 
     Each run's result.json documents are read once into compact/…/run=<r>/ (Parquet); the
     campaign's tables (analytics/campaign=<c>/run=all/) are built from those compacts.
     """
+    from pvbench.analytics.inputs import check_keep_flagged
+    from pvbench.analytics.tables import AnalyticsError
     from pvbench.argo.failures import FailuresError, parse_failures
 
     if run and not campaign:
         fail("--run needs --campaign")
+    try:  # before anything runs: a typo would otherwise be an aggregation that kept nothing
+        kept = check_keep_flagged([r.strip() for r in (keep_flagged or "").split(",") if r.strip()])
+    except AnalyticsError as exc:
+        fail(f"--keep-flagged: {exc}")
     # Only the exit handler says what failed (--argo-failures, even an empty list: then nothing
     # did). Without it nothing is said, and --run's compact, if current, is kept with the failures
     # recorded in it; compacting it again with none would erase them from the report.
@@ -223,7 +240,7 @@ def aggregate_cmd(
             fail(str(exc))
     if argo_status:
         console.print(f"run {run or ''} ended {argo_status}; {len(failures or [])} failed step(s)")
-    _aggregate(store, campaign, run, out, limits, failures, snapshot)
+    _aggregate(store, campaign, run, out, limits, failures, snapshot, kept)
 
 
 @app.command("summary")

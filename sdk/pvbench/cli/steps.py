@@ -15,7 +15,7 @@ from pvbench.cli.profiles import PROFILE_NAMES
 from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
 from pvbench.results.schema import LIFECYCLE_METRICS
-from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE
+from pvbench.store.layout import CLIENT_FILE, FIO_LOGS_FILE, RAW_FIO_FILE, RESULT_FILE
 
 app = typer.Typer()
 
@@ -200,7 +200,8 @@ def fio_step(
     size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
     store: Annotated[Optional[str], typer.Option(help="Store URL: a directory or s3://bucket/prefix")] = None,
     out: Annotated[
-        Optional[Path], typer.Option(help=f"Also write {RESULT_FILE} and {RAW_FIO_FILE} here (artifacts)")
+        Optional[Path],
+        typer.Option(help=f"Also write {RESULT_FILE}, {RAW_FIO_FILE} and {FIO_LOGS_FILE} here (artifacts)"),
     ] = None,
     key: Annotated[
         Optional[str],
@@ -364,7 +365,7 @@ def _run_pod_client(plan, number: int, barrier: str, out: Path, shared: bool, cl
     try:
         with stop_on_signals(), BarrierClient(barrier, number, plan.fio_timeout_s) as gate:
             with console.status(f"fio {plan.test.name}: laying out, then waiting for the other clients"):
-                output = run_pod_client(plan, number, gate.release, shared)
+                output, logs = run_pod_client(plan, number, gate.release, shared)
     except FioError as exc:
         fail(f"{what}: {exc}", code=1)
     except Interrupted as exc:
@@ -380,6 +381,8 @@ def _run_pod_client(plan, number: int, barrier: str, out: Path, shared: bool, cl
     output["lifecycle"] = lifecycle.model_dump(mode="json") if lifecycle is not None else None
     output["lifecycle_problem"] = lifecycle_problem
     out.mkdir(parents=True, exist_ok=True)
+    if logs is not None:  # before CLIENT_FILE: a client file always has its logs beside it
+        (out / FIO_LOGS_FILE).write_bytes(logs)
     (out / CLIENT_FILE).write_text(json.dumps(output, indent=1))
     released = output["client"]["released_ns"]
     console.print(f"  released at {max(released) / 1e9:.3f} (unix s); wrote {out / CLIENT_FILE}")
@@ -395,7 +398,11 @@ def _merge_pod_clients(plan, labels, directory: Path):
     console.print(f"[bold]pvbench[/] {plan.cell.describe()}: merging {len(files)} client output(s) from {directory}")
     try:
         outputs = [json.loads(f.read_text()) for f in files]
-        doc, raw = merge_pod_clients(plan, labels, outputs)
+        # each client pod's interval logs, beside its CLIENT_FILE
+        logs = [
+            (f.parent / FIO_LOGS_FILE).read_bytes() if (f.parent / FIO_LOGS_FILE).is_file() else None for f in files
+        ]
+        doc, raw = merge_pod_clients(plan, labels, outputs, logs)
     except (FioError, ValueError, KeyError) as exc:
         fail(f"{plan.cell.describe()}: {exc}", code=1)
     lifecycles = [VolumeLifecycle.model_validate(o["lifecycle"]) for o in outputs if o.get("lifecycle")]
@@ -405,13 +412,16 @@ def _merge_pod_clients(plan, labels, directory: Path):
     return _with_lifecycle(doc, slowest, "; ".join(problems) or None), raw
 
 
-def _report_cell(doc, raw: str, out: Path | None, store_obj, spool: Path | None) -> None:
-    """Write the result (--out), print its headline numbers, store it (--store)."""
+def _report_cell(doc, raw, out: Path | None, store_obj, spool: Path | None) -> None:
+    """Write the result (--out), print its headline numbers, store it (--store). ``raw``: the
+    cell's CellRaw (pvbench.cells.publish), its raw files stored beside result.json."""
     from pvbench.cells.publish import publish
 
     if out:
         out.mkdir(parents=True, exist_ok=True)
-        (out / RAW_FIO_FILE).write_text(raw)
+        (out / RAW_FIO_FILE).write_text(raw.fio_json)
+        if raw.fio_logs is not None:
+            (out / FIO_LOGS_FILE).write_bytes(raw.fio_logs)
         (out / RESULT_FILE).write_bytes(doc.to_json())
     for m in doc.metrics:
         console.print(

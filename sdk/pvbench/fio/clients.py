@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from pvbench.fio.barrier import POLL_S, Barrier
-from pvbench.fio.runner import FioError, FioRun, fio_result
+from pvbench.fio.cpu_watch import CpuWatch
+from pvbench.fio.runner import FioError, FioRun, fio_result, read_series_logs
 from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, start_group, stop_group
 
 
@@ -58,7 +59,9 @@ class _Client:
     def result(self) -> FioRun:
         raw = self.out_path.read_text() if self.out_path.exists() else ""
         stderr = self.err_path.read_text(errors="replace").strip() if self.err_path.exists() else ""
-        return fio_result(self.proc.returncode, raw, stderr, self.jobfile)
+        run = fio_result(self.proc.returncode, raw, stderr, self.jobfile)
+        run.logs = read_series_logs(self.workdir)  # fio's interval logs, written in its working directory
+        return run
 
     def prerun_messages(self) -> str:
         """What the barrier waiter said (fio saves exec_prerun's output as <job>.prerun.txt)."""
@@ -123,25 +126,30 @@ def run_fio_clients(
             if release is not None:
                 release()
             barrier.release()
-            for client in clients:
-                remaining = max(0.0, deadline - time.monotonic())
-                try:
-                    client.proc.wait(timeout=remaining)
-                except subprocess.TimeoutExpired as exc:
-                    _stop_all(clients, signal.SIGKILL)
-                    raise FioError(
-                        f"client {client.number} of {total}: fio did not finish within {timeout_s:.0f} s (storage hung?)"
-                    ) from exc
+            # watched from the release on: before it, the jobs only waited at the barrier
+            with ExitStack() as watching:
+                cpu_watches = [watching.enter_context(CpuWatch(client.proc.pid)) for client in clients]
+                for client in clients:
+                    remaining = max(0.0, deadline - time.monotonic())
+                    try:
+                        client.proc.wait(timeout=remaining)
+                    except subprocess.TimeoutExpired as exc:
+                        _stop_all(clients, signal.SIGKILL)
+                        raise FioError(
+                            f"client {client.number} of {total}: fio did not finish within {timeout_s:.0f} s "
+                            "(storage hung?)"
+                        ) from exc
         except BaseException as exc:  # Interrupted, KeyboardInterrupt, FioError: no client left running
             _stop_all(clients, exc.signum if isinstance(exc, Interrupted) else signal.SIGTERM)
             raise
         ready, released = barrier.ready(), barrier.released()
         runs = []
-        for client in clients:
+        for client, cpu_watch in zip(clients, cpu_watches):
             try:
                 run = client.result()
             except FioError as exc:
                 raise FioError(f"client {client.number} of {total}: {exc}") from None
+            run.job_cpu = cpu_watch.jobs()
             got = released.get(client.number, [])
             if len(got) < jobs_per_client:
                 why = client.prerun_messages() or "its barrier wait failed"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from pvbench.results.schema import DirectionMetrics
+from pvbench.results.schema import DirectionMetrics, SteadyStateResult
 
 NS_PER_US = 1000.0
 MIB = 1024 * 1024
@@ -131,3 +131,18 @@ def cpu_seconds(fio_json: dict) -> float:
 def job_errors(fio_json: dict) -> list[str]:
     """Jobs fio itself marked as failed (non-zero ``error``)."""
     return [f"job {job.get('jobname')}: error {job['error']}" for job in fio_json.get("jobs") or [] if job.get("error")]
+
+
+def steady_state_result(
+    outputs: list[dict], criterion: str, window_s: float, ramp_s: float, max_s: float
+) -> SteadyStateResult:
+    """fio's ``steadystate`` verdict for a cell (``SteadyStateResult``), from the json output of its
+    fio run(s) (one per client): attained only if every job reports it (fio judges each job on its
+    own without group_reporting); ``after_s`` is then the longest job's measured runtime
+    (``job_runtime``: fio ended the job there, ramp_time not counted)."""
+    jobs = [job for output in outputs for job in output.get("jobs", [])]
+    attained = bool(jobs) and all(int((job.get("steadystate") or {}).get("attained", 0)) == 1 for job in jobs)
+    after_s = max(int(job.get("job_runtime", 0)) for job in jobs) / 1000 if attained else None
+    return SteadyStateResult(
+        criterion=criterion, window_s=window_s, ramp_s=ramp_s, max_s=max_s, attained=attained, after_s=after_s
+    )

@@ -14,10 +14,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from pvbench.fio.cpu_watch import CpuWatch, JobCpu
+from pvbench.fio.series import is_series_log
 from pvbench.stopping import Interrupted, check_interrupted, deferred_signals, start_group, stop_group
 
 
@@ -31,6 +33,10 @@ class FioRun:
     raw_text: str
     stderr: str
     jobfile: str
+    # each job's time on or waiting for a CPU (pvbench.fio.cpu_watch); None: not measured here
+    job_cpu: list[JobCpu] | None = field(default=None, compare=False)
+    # fio's interval logs of the run, {file name: content} (pvbench.fio.series reads them)
+    logs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 @lru_cache(maxsize=1)
@@ -59,13 +65,15 @@ def run_fio(jobfile: str, timeout_s: float, fio: str = "fio") -> FioRun:
         with err_path.open("w") as err_file, deferred_signals(raise_after=False):  # no stop before watching
             proc = start_group(
                 [exe, "--output-format=json+", f"--output={out_path}", str(job_path)],
+                cwd=tmp,  # fio writes its interval logs here (pvbench.fio.series), never into the target
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err_file,
             )
         try:
             check_interrupted()
-            proc.wait(timeout=timeout_s)
+            with CpuWatch(proc.pid) as cpu_watch:
+                proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             stop_group(proc, signal.SIGKILL)
             raise FioError(f"fio did not finish within {timeout_s:.0f} s (storage hung?)") from exc
@@ -74,7 +82,16 @@ def run_fio(jobfile: str, timeout_s: float, fio: str = "fio") -> FioRun:
             raise
         raw = out_path.read_text() if out_path.exists() else ""
         stderr = err_path.read_text(errors="replace").strip()
-    return fio_result(proc.returncode, raw, stderr, jobfile)
+        logs = read_series_logs(Path(tmp))
+    run = fio_result(proc.returncode, raw, stderr, jobfile)
+    run.logs = logs
+    run.job_cpu = cpu_watch.jobs()
+    return run
+
+
+def read_series_logs(workdir: Path) -> dict[str, bytes]:
+    """The interval logs fio wrote into its working directory (``pvbench.fio.series``)."""
+    return {p.name: p.read_bytes() for p in sorted(workdir.iterdir()) if is_series_log(p.name) and p.is_file()}
 
 
 def fio_result(returncode: int, raw: str, stderr: str, jobfile: str) -> FioRun:

@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pvbench.cells.cell import check_label, check_repetitions, check_storage_class_name
+from pvbench.cells.guards import GUARDS
 from pvbench.profiles import DEFAULT_PROFILE_NAME
 from pvbench.stats.adaptive import AdaptiveSettings
 from pvbench.yaml_input import load_yaml
@@ -39,6 +40,21 @@ class LocalConfig(BaseModel):
         description="Repeat each cell until the 95% CI half-width of its mean is below the target "
         "(or max_repetitions); starts with min_repetitions, which then replaces 'repetitions'",
     )
+
+    keep_flagged: list[str] = Field(
+        default_factory=list,
+        description="Guard rules whose flagged results stay in the statistics (pvbench aggregate --keep-flagged)",
+    )
+
+    @field_validator("keep_flagged")
+    @classmethod
+    def _guard_rules(cls, value: list[str]) -> list[str]:
+        unknown = [rule for rule in value if rule not in GUARDS]
+        if unknown:
+            raise ValueError(
+                f"unknown guard rule(s) {', '.join(map(repr, unknown))}: the guards are {', '.join(GUARDS)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _adaptive_start(self) -> "LocalConfig":

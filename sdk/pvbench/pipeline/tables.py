@@ -9,6 +9,7 @@ from typing import Callable
 import duckdb
 
 from pvbench.analytics import outputs, runner
+from pvbench.analytics.inputs import check_keep_flagged
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
@@ -69,14 +70,17 @@ def build_tables(
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
     tables: tuple[str, ...] | None = None,
+    keep_flagged: tuple[str, ...] = (),
 ) -> duckdb.DuckDBPyConnection:
     """Every table of the campaign (or, with ``only_run``, of that run; with ``tables``, those and
     what they read): see analytics.runner.build_tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
-    when only SQL ones are needed.
+    when only SQL ones are needed. ``keep_flagged``: guard rules whose flagged results stay in
+    the statistics (each checked against the guard catalog first).
     """
+    keep_flagged = check_keep_flagged(keep_flagged)
     # SciPy (the SQL functions' and the comparisons' distributions) takes ~0.5 s to import: done in
     # a thread while DuckDB reads the compacts (which releases the GIL), not when a model first
     # calls f_pvalue.
@@ -94,6 +98,7 @@ def build_tables(
         progress=progress,
         keep_snapshot=keep_snapshot,
         tables=tables,
+        keep_flagged=keep_flagged,
     )
 
 
@@ -108,6 +113,7 @@ def aggregate(
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
     waiting: Callable[[str], None] | None = None,
+    keep_flagged: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, int]]:
     """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
     ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
@@ -126,6 +132,7 @@ def aggregate(
             warn=warn,
             progress=progress,
             keep_snapshot=keep_snapshot,
+            keep_flagged=keep_flagged,
         )
         ensure_held(store, campaign)  # on S3: still this aggregation's turn (store.locks.StoreLease)
         # the tables are one set: a stop signal (pvbench aggregate's SIGTERM/SIGINT) while they are

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import configparser
+import os
 import re
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from pvbench.fio.series import series_log_options
 from pvbench.profiles.catalog import PROFILES
 from pvbench.profiles.model import (
+    STEADY_STATE_OPTIONS,
     FioTest,
     LatencySlo,
     Profile,
     ProfileError,
+    SteadyState,
     Timing,
     fio_seconds,
     parse_latency_us,
@@ -106,12 +110,17 @@ def resolve_timing(
 
 
 def job_options(profile: Profile, timing: Timing, target_dir: str | Path) -> dict[str, str]:
-    """The [global] section of every job file pvbench runs."""
+    """The [global] section of every job file pvbench runs.
+
+    fio writes the interval logs of the cell's series (``pvbench.fio.series``) into its working
+    directory, a temporary one of the run (``run_fio``), never into the target; so the target
+    is given as an absolute path."""
     options = dict(BASE_OPTIONS)
     options.update(profile.global_options)
+    options.update(series_log_options())
     options.update(
         {
-            "directory": fio_path(target_dir),
+            "directory": fio_path(os.path.abspath(target_dir)),
             "size": str(timing.size_bytes),
             "ramp_time": fio_seconds(timing.ramp_s),
             "runtime": fio_seconds(timing.runtime_s),
@@ -153,6 +162,13 @@ _CONTROLLED = {
     "time_based",
     "output-format",
     "output",
+    *series_log_options(),
+    "write_clat_log",  # fio's other log options, which would write elsewhere or change the logs' form
+    "write_slat_log",
+    "log_compression",
+    "log_store_compressed",
+    "log_max_value",
+    "log_alternate_epoch",
 }
 
 
@@ -205,6 +221,33 @@ def _slo_of(opts: dict[str, str], path: Path, label: str) -> LatencySlo | None:
     return LatencySlo(percentile=pct, target_us=target_us, latency=latency or "io")
 
 
+def _steady_state_of(opts: dict[str, str], path: Path, label: str) -> SteadyState | None:
+    """A job's (or [global]'s) fio steadystate options, taken out of it, as the test's criterion."""
+    found = {key: opts.pop(key) for key in STEADY_STATE_OPTIONS if key in opts}
+    criterion = found.get("steadystate", found.get("ss"))
+    window = found.get("steadystate_duration", found.get("ss_dur"))
+    ramp = found.get("steadystate_ramp_time", found.get("ss_ramp", "0"))
+    if not found:
+        return None
+    if criterion is None or window is None:
+        raise ProfileError(
+            f"{path}: job {label}: steady state needs both steadystate (e.g. iops_slope:0.3%) and steadystate_duration"
+        )
+    try:
+        window_s, ramp_s = parse_seconds(window), parse_seconds(ramp)
+    except ProfileError:
+        raise ProfileError(
+            f"{path}: job {label}: steadystate_duration and steadystate_ramp_time must be durations like 60s or 5m"
+        ) from None
+    if window_s <= 0:
+        raise ProfileError(f"{path}: job {label}: steadystate_duration must be longer than 0")
+    try:
+        return SteadyState(criterion=criterion, window_s=window_s, ramp_s=ramp_s)
+    except ValidationError as exc:
+        error = exc.errors()[0].get("ctx", {}).get("error")
+        raise ProfileError(f"{path}: job {label}: {error or 'steadystate is not valid'}") from None
+
+
 def profile_from_jobfile(path: Path) -> Profile:
     """A user's fio job file as a profile: each job section is one test (one cell).
 
@@ -241,6 +284,8 @@ def profile_from_jobfile(path: Path) -> Profile:
         ) from None
     for key in _CONTROLLED:
         glob.pop(key, None)
+    # [global]'s steady state is every job's (a job's own replaces it)
+    global_steady = _steady_state_of(glob, path, "[global]")
     tests = []
     numeric = {"iodepth": "1", "numjobs": "1", "fsync": "0"}
     for number, section in enumerate(parser.sections(), start=1):
@@ -252,6 +297,7 @@ def profile_from_jobfile(path: Path) -> Profile:
             opts.pop(key, None)
         name = re.sub(r"[^a-z0-9-]+", "-", section.lower()).strip("-") or "job"
         slo = _slo_of(opts, path, label)
+        steady_state = _steady_state_of(opts, path, label) or global_steady
         values: dict[str, int | None] = {}
         for key, default in {**numeric, "rwmixread": None}.items():
             raw = opts.pop(key, default)
@@ -268,6 +314,7 @@ def profile_from_jobfile(path: Path) -> Profile:
                     bs=opts.pop("bs", opts.pop("blocksize", "4k")),
                     extra=opts,
                     slo=slo,
+                    steady_state=steady_state,
                     **values,
                 )
             )

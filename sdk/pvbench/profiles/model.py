@@ -75,6 +75,8 @@ def parse_latency_us(text: str | float | int) -> float:
 
 # The rw modes a latency SLO search can rate-limit: one direction, so one rate and one percentile.
 SLO_RW = ("read", "write", "randread", "randwrite")
+# fio's steady-state options and their short names: set through FioTest.steady_state only.
+STEADY_STATE_OPTIONS = ("steadystate", "ss", "steadystate_duration", "ss_dur", "steadystate_ramp_time", "ss_ramp")
 # fio options the SLO search sets itself (a test's own would fight the search).
 SLO_CONTROLLED = ("rate", "rate_iops", "rate_min", "rate_iops_min", "latency_target", "latency_window")
 
@@ -106,6 +108,44 @@ def fio_seconds(seconds: float) -> str:
     return f"{int(round(seconds * 1000))}ms"
 
 
+# fio's steadystate criteria: iops or bw, its deviation from the window's mean or (_slope) its
+# least-squares slope, below a limit that is absolute or a percentage of the mean (e.g. iops_slope:0.3%)
+_STEADY_CRITERION = re.compile(r"^(iops|bw)(_slope)?:(\d+(?:\.\d+)?)(%?)$")
+
+
+class SteadyState(BaseModel):
+    """fio's steady-state termination (``steadystate``, ``steadystate_duration``,
+    ``steadystate_ramp_time``): fio judges the criterion over a rolling window of per-second
+    samples, from ``ramp_s`` after the measurement began, and ends the job as soon as it holds.
+    The test's runtime is the ceiling: a job never steady runs it whole."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criterion: str = Field(description="fio's steadystate value, e.g. iops_slope:0.3% or bw:5%")
+    window_s: float = Field(gt=0, allow_inf_nan=False, description="steadystate_duration: the rolling window")
+    ramp_s: float = Field(default=0, ge=0, allow_inf_nan=False, description="steadystate_ramp_time")
+
+    @field_validator("criterion")
+    @classmethod
+    def _criterion_is_fios(cls, value: str) -> str:
+        match = _STEADY_CRITERION.match(value.strip())
+        if not match:
+            raise ProfileError(
+                f"steadystate {value!r} is not fio's form: iops, iops_slope, bw or bw_slope, ':' and a limit "
+                "(a number, or a percentage of the mean), e.g. iops_slope:0.3%"
+            )
+        if float(match.group(3)) <= 0:
+            raise ProfileError(f"steadystate {value!r}: the limit must be above 0 (nothing would ever be steady)")
+        return value.strip()
+
+    def fio_options(self) -> dict[str, str]:
+        return {
+            "steadystate": self.criterion,
+            "steadystate_duration": fio_seconds(self.window_s),
+            "steadystate_ramp_time": fio_seconds(self.ramp_s),
+        }
+
+
 class FioTest(BaseModel):
     """One fio job = one cell's workload."""
 
@@ -125,6 +165,8 @@ class FioTest(BaseModel):
     load_target: float | None = Field(default=None, gt=0, le=1)
     # For latency-slo: search the highest IOPS at which this latency objective holds (cells/slo.py).
     slo: LatencySlo | None = None
+    # Stop once fio sees steady state (its steadystate criterion); the runtime is then the most it runs.
+    steady_state: SteadyState | None = None
     extra: dict[str, str] = Field(default_factory=dict, description="More fio options, verbatim")
     # The figure a report shows first for this test (the thesis's tables use one per test).
     # Any metric of the catalog (pvbench.results.metrics).
@@ -140,6 +182,20 @@ class FioTest(BaseModel):
                 f"test {self.name}: clients={self.clients} and load_target cannot be combined "
                 "(the 80%-of-max search measures one client)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _steady_state_alone(self) -> "FioTest":
+        if self.steady_state is None:
+            return self
+        # the searches' probes are short runs of this very test; stopping them early would fool them
+        why = (
+            "load_target (the 80%-of-max search)" if self.load_target else ("a latency objective" if self.slo else None)
+        )
+        if why:
+            raise ProfileError(f"cannot have a steady-state criterion: it already searches with {why}")
+        if controlled := sorted(set(self.extra) & set(STEADY_STATE_OPTIONS)):
+            raise ProfileError(f"sets {', '.join(controlled)} in extra; use steady_state instead")
         return self
 
     @model_validator(mode="after")
@@ -204,6 +260,8 @@ class FioTest(BaseModel):
         if self.fsync:
             options["fsync"] = str(self.fsync)
         options.update(self.extra)
+        if self.steady_state is not None:
+            options.update(self.steady_state.fio_options())
         return options
 
 

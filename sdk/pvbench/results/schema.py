@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pvbench.results.metrics import metrics_from
-from pvbench.store.layout import RAW_FIO_FILE, RESULT_FILE, cell_prefix
+from pvbench.store.layout import FIO_LOGS_FILE, RAW_FIO_FILE, RESULT_FILE, cell_prefix
 
 SCHEMA_VERSION = "pvbench.result/v1"
 
@@ -63,6 +63,10 @@ class CellIdentity(_Strict):
     def raw_fio_key(self) -> str:
         """Where this cell's raw fio output is stored."""
         return f"{self.prefix()}/{RAW_FIO_FILE}"
+
+    def fio_logs_key(self) -> str:
+        """Where this cell's fio interval logs (the raw form of its series) are stored."""
+        return f"{self.prefix()}/{FIO_LOGS_FILE}"
 
 
 class WorkloadSpec(_Strict):
@@ -321,7 +325,9 @@ class GuardFlag(_Strict):
     value: Measure = Field(description="What was measured against the threshold")
     threshold: Measure
     excluded: bool = Field(description="Left out of rankings and verdicts (the rule's default for this case)")
-    detail: str = Field(description="One line for the report, e.g. 'fio's job was busy on or waiting for a CPU 98% of its run'")
+    detail: str = Field(
+        description="One line for the report, e.g. 'fio's job was busy on or waiting for a CPU 98% of its run'"
+    )
 
 
 class ResultDocument(_Strict):

@@ -7,6 +7,7 @@ parse_compact_key, find_compact, parse_report_key, COMPACT_FILE_PATTERN).
 
     results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
                                                                                              .../fio.json
+                                                                                             .../fio-logs.tar.gz
     compact/campaign=<c>/run=<r>/result_rows.parquet   (a run's results, validated and flattened once)
                                  .../documents.parquet     (what was read: key, size, version, problem)
                                  .../occasion_measurements.parquet (its values grouped by occasion)
@@ -48,6 +49,10 @@ SNAPSHOT_MANIFEST = "manifest.json"
 RESULT_FILE = "result.json"
 PARQUET_TYPE = "application/vnd.apache.parquet"  # the content type of every Parquet file stored
 RAW_FIO_FILE = "fio.json"
+# fio's interval logs of the cell (pvbench.fio.series: the raw form of result.json's series), gzipped tar
+FIO_LOGS_FILE = "fio-logs.tar.gz"
+# What a cell stores beside its result.json, written (and flushed from a spool) before it
+RAW_FILES = (RAW_FIO_FILE, FIO_LOGS_FILE)
 # One client pod's output in a multi-client cell on Argo (pvbench.cells.clients.run_pod_client), under
 # the cell's prefix at clients/<n>/: the merge step reads them; analytics reads only RESULT_FILE.
 CLIENT_FILE = "client.json"
