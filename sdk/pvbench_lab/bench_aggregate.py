@@ -76,7 +76,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 PVBENCH = [str(REPO / ".venv" / "bin" / "pvbench")]
 CLASSES, WORKLOADS, REPS = 20, 10, 5
-SERIES_S = 30  # seconds of series per result (issue #63's cells run 15–60 s)
+# Seconds of series per result (cells run 15–60 s). PVBENCH_BENCH_SERIES_S=0: documents as they were
+# before results had seconds, steady state and guards (what a commit before them can read: the A/B).
+SERIES_S = int(os.environ.get("PVBENCH_BENCH_SERIES_S", "30"))
 PER_RUN = CLASSES * WORKLOADS * REPS
 OCCASIONS = ("weekday-office", "weekday-night", "weekend", "night")
 CAMPAIGN = "bench"
@@ -131,12 +133,20 @@ def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAM
                     for metric in METRIC_LIST:  # a faster class: higher IOPS and bandwidth, lower latency
                         if metric.source == "fio" and m.get(metric.name):
                             m[metric.name] *= factor if metric.better == "higher" else 1 / factor
-                # its seconds (30 s of one direction, as fio's interval logs give them): what the
-                # compaction unnests and summarises per run, at the level of this result
+                # its seconds (SERIES_S of one direction, as fio's interval logs give them): what the
+                # compaction keeps as lists and computes the stability of, at the level of this result
                 first = doc["metrics"][0]
-                doc["series"] = synthetic_series(
-                    rng, first.get("iops") or 1000.0, first.get("lat_mean_us") or 100.0, SERIES_S, first["direction"]
-                )
+                if SERIES_S:
+                    doc["series"] = synthetic_series(
+                        rng,
+                        first.get("iops") or 1000.0,
+                        first.get("lat_mean_us") or 100.0,
+                        SERIES_S,
+                        first["direction"],
+                    )
+                else:
+                    for field in ("series", "steady_state", "guards"):
+                        doc.pop(field, None)
                 key = CellIdentity(**ident).result_key()
                 yield key, json.dumps(doc, indent=2).encode()
 

@@ -18,13 +18,16 @@ from pathlib import Path
 from pvbench.profiles import PROFILES
 from pvbench.results.schema import (
     CellIdentity,
+    CellSeries,
     DirectionMetrics,
+    GuardFlag,
     Provenance,
     ResultDocument,
     VolumeLifecycle,
     WorkloadSpec,
 )
 from pvbench.store import open_store
+from pvbench.testing.documents import synthetic_series
 
 CAMPAIGN = "synthetic"
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)
@@ -307,23 +310,39 @@ def _demo(rng: random.Random) -> list[ResultDocument]:
                         iops *= share / 100 if test.rw == "randrw" else 1.0
                         metrics.append(_at_iops(direction, iops, test))
                     started = T0 + timedelta(days=day, minutes=rep * 20 + order * 2 + (sc == "tmpfs"))
-                    docs.append(
-                        _doc(
-                            rng,
-                            profile="dbench",
-                            test=test,
-                            storage_class=sc,
-                            rep=rep,
-                            order=order,
-                            started=started,
-                            metrics=metrics,
-                            timing=profile.timing,
-                            provisioner="local",
-                            campaign="demo",
-                            run="demo-1",
-                            occasion=occasion,
-                        )
+                    doc = _doc(
+                        rng,
+                        profile="dbench",
+                        test=test,
+                        storage_class=sc,
+                        rep=rep,
+                        order=order,
+                        started=started,
+                        metrics=metrics,
+                        timing=profile.timing,
+                        provisioner="local",
+                        campaign="demo",
+                        run="demo-1",
+                        occasion=occasion,
                     )
+                    # its seconds (a generator of its own: the values above stay those of earlier
+                    # fixtures), and tmpfs's page-cache flag, which keeps it in (the class is memory)
+                    own = random.Random(f"{sc}/{occasion}/{rep}/{test.name}")
+                    first = metrics[0]
+                    doc.series = CellSeries.model_validate(
+                        synthetic_series(own, first.iops, first.lat_mean_us or 100.0, 15, first.direction)
+                    )
+                    if sc == "tmpfs":
+                        doc.guards = [
+                            GuardFlag(
+                                rule="page_cache",
+                                value=0.01,
+                                threshold=1.0,
+                                excluded=False,
+                                detail="tmpfs: the class is memory (working set 0.3 GiB of 23 GiB)",
+                            )
+                        ]
+                    docs.append(doc)
     return docs
 
 

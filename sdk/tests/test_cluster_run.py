@@ -21,6 +21,7 @@ from cli_helpers import PVBENCH_SCRIPT
 from pvbench.results import ResultDocument
 from pvbench.results.schema import LIFECYCLE_WORKLOAD
 from pvbench.store.layout import (
+    FIO_LOGS_FILE,
     RESULT_FILE,
     analytics_prefix,
     cell_prefix,
@@ -117,6 +118,12 @@ def test_results_land_under_the_layout_keys(run):
         for span in ("volume_bind_s", "pod_schedule_s", "volume_mount_s", "pod_start_s"):
             assert 0 <= getattr(lc, span) < 600, lc
         assert lc.pod_start_s >= lc.pod_schedule_s
+        # the cell second by second, from fio's interval logs written in the pod (#63), and the logs
+        # themselves beside fio.json
+        [sec] = doc.series.directions
+        assert sec.direction == m.direction and len(sec.iops) >= 1 and all(v >= 0 for v in sec.iops), doc.series
+        logs = key[: -len(RESULT_FILE)] + FIO_LOGS_FILE
+        assert minio.client().get_object(BUCKET, logs).read()[:2] == b"\x1f\x8b", logs  # gzip
 
 
 def test_the_report_step_reuses_the_bundles_the_image_compiled(run):

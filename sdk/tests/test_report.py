@@ -45,6 +45,7 @@ from browser_helpers import browse
 from proc_helpers import children, processes
 from report_fixture import write_synthetic_results
 
+from pvbench.cells.guards import GUARD_LIST
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
 from pvbench.report.build import TITLE_PLACEHOLDER, keep_bundles, put_title, restore_bundles, write_empty_tables
 from pvbench.report.bundles import (
@@ -263,6 +264,8 @@ def full_site(reports, tmp_path_factory) -> Site:
                 {"name": "methodology", "path": "/methodology/"},
                 {"name": "runs", "path": "/runs/"},
                 {"name": "lifecycle", "path": "/lifecycle/", "minCharts": 1},
+                {"name": "over-time", "path": "/over-time/", "minCharts": 20},
+                {"name": "class-tmpfs", "path": "/storage-classes/tmpfs/", "minCharts": 40},
                 # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
                 {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
             ],
@@ -1042,6 +1045,26 @@ def test_full_demo_design_is_judged_and_the_overview_says_which_class_is_faster(
     assert "◌ withheld" not in part and "prior" in part
     overview = full_site.page("index")["text"]
     assert "tmpfs is faster than disk (demo): better in 10 of 10 judged headline metrics, worse in none" in overview
+
+
+@pytest.mark.slow
+@FULL
+def test_full_demo_seconds_are_drawn_and_its_guard_flags_listed(full_site):
+    """The demo's cells second by second (#63): the over-time page compares the classes per workload
+    (IOPS and p99 per second), a class page draws its latest run's band, lines and heatmap; tmpfs's
+    page-cache flag (not excluding: the class is memory) is listed on the anomalies page with the
+    fio version, and the methodology page lists every guard of the catalog."""
+    over = full_site.page("over-time")
+    assert len(over["charts"]) == 20 and all(painted(c) for c in over["charts"]), over["charts"]
+    assert "Random read IOPS — read" in over["text"] and "No series in this data set" not in over["text"]
+    tmpfs = full_site.page("class-tmpfs")
+    assert "Over time" in tmpfs["text"] and all(painted(c) for c in tmpfs["charts"])
+    assert sum("Latency over time" in c["label"] for c in tmpfs["charts"]) == 10, tmpfs["charts"]
+    anomalies = full_site.page("anomalies")["text"]
+    assert "tmpfs: the class is memory" in anomalies and "fio-3.33" in anomalies
+    methodology = full_site.page("methodology")["text"]
+    for guard in GUARD_LIST:
+        assert guard.title in methodology, guard.title
 
 
 @pytest.mark.slow
