@@ -16,7 +16,8 @@ flags as (
 ),
 seconds as (
     select campaign, run, occasion, storage_class, profile, workload, rep, direction, interval_ms, source_key,
-        unnest(t_s)::double as t_s, unnest(iops)::double as iops, unnest(lat_p50_us)::double as lat_p50_us,
+        unnest(t_s)::double as t_s, unnest(iops)::double as iops, unnest(bw_mib_s)::double as bw_mib_s,
+        unnest(lat_p50_us)::double as lat_p50_us,
         unnest(lat_p99_us)::double as lat_p99_us, unnest(lat_p999_us)::double as lat_p999_us
     from cell_series
     semi join latest using (campaign, storage_class, run)

@@ -4,7 +4,7 @@
 select
     campaign, run, occasion, storage_class, profile, workload, workload_title,
     direction, rep, 'rep ' || rep as series, t_s,
-    iops, lat_p50_us, lat_p99_us, lat_p999_us,
+    iops, bw_mib_s, lat_p50_us, lat_p99_us, lat_p999_us,
     excluded,
     profile in (select profile from profile_catalog where is_sweep) as is_sweep
 from latest_run_seconds

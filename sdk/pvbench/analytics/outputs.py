@@ -30,8 +30,8 @@ INTERNAL_TABLES = {"compact_documents", "counted_documents", "failures_given"}
 # Tables with a row per result or per measured value are not written out: the rows are the runs'
 # compacts already, and writing them again on every aggregation would cost more than computing
 # every summary (4 s of 12 at 100,000 results). Every other campaign table is written.
-# (latest_run_seconds: a row per second of the latest runs, drawn from report_seconds_latest.)
-PER_RESULT_TABLES = {"result_rows", "measurements", "anomaly_outliers", "latest_run_seconds"}
+# (cell_seconds, latest_run_seconds: a row per second; the report draws report_seconds_latest.)
+PER_RESULT_TABLES = {"result_rows", "measurements", "anomaly_outliers", "cell_seconds", "latest_run_seconds"}
 
 
 def output_tables(root: Path | None = None, extra_tables: Sequence[str] = ()) -> list[str]:
