@@ -166,7 +166,9 @@ def test_a_rate_limited_job_on_tmpfs_does_not_trip_client_cpu(shm_target, tmp_pa
     # 20 I/Os a second: a job that sleeps between them. (At hundreds of wake-ups a second on a machine
     # with many times more runnable tasks than CPUs, the wait for a CPU after each wake-up fills the
     # job's time, and the guard rightly says so: its latencies are the scheduler's.)
-    job = "[global]\nramp_time=300ms\nruntime=1500ms\nsize=32M\n[limited]\nrw=randread\nbs=4k\niodepth=4\nrate_iops=20\n"
+    job = (
+        "[global]\nramp_time=300ms\nruntime=1500ms\nsize=32M\n[limited]\nrw=randread\nbs=4k\niodepth=4\nrate_iops=20\n"
+    )
     doc, _ = run_cell(plan_cell(_cell(_custom(tmp_path, job), "limited"), shm_target))
     assert "client_cpu" not in _rules(doc), [f.detail for f in doc.guards]
 

@@ -52,7 +52,11 @@ def _store(tmp_path, flagged_value=5000.0, flag=None):
 def test_the_series_is_kept_as_lists_and_the_latest_run_unnested_one_row_per_interval(tmp_path):
     con = build_tables(_store(tmp_path), "syn", extras=False)
     assert con.execute("select count(*), sum(len(iops)) from cell_series").fetchone() == (6, 6 * 5)
-    assert con.execute('select count(*), max("interval"), sum(bw_mib_s) > 0 from cell_seconds').fetchone() == (30, 5, True)
+    assert con.execute('select count(*), max("interval"), sum(bw_mib_s) > 0 from cell_seconds').fetchone() == (
+        30,
+        5,
+        True,
+    )
     rows = con.execute(
         "select t_s, iops, lat_p99_us from latest_run_seconds where storage_class = 'fast' and rep = 2 order by t_s"
     ).fetchall()

@@ -27,11 +27,10 @@ from typing import Callable
 from pvbench import __version__
 from pvbench.cells import guards
 from pvbench.cells.publish import CellRaw
-from pvbench.cells.run import steady_state_of
 from pvbench.fio.barrier import Barrier
 from pvbench.fio.clients import run_fio_clients
 from pvbench.fio.merge import ClientOutput, clients_raw, merge_clients
-from pvbench.fio.parse import job_errors
+from pvbench.fio.parse import job_errors, steady_state_result
 from pvbench.fio.runner import FioError, fio_version
 from pvbench.fio.series import cell_series, logs_archive, read_logs_archive
 from pvbench.fio.target import client_dir, filesystem_of
@@ -250,5 +249,5 @@ def clients_document(
         guards=guard_flags or [],
     )
     doc.series = cell_series(logs) if logs else None
-    doc.steady_state = steady_state_of(test, timing, [out.output for out in outputs])
+    doc.steady_state = steady_state_result([out.output for out in outputs], test.steady_state, max_s=timing.runtime_s)
     return doc, CellRaw(clients_raw(outputs, barrier, volumes), logs_archive(logs) if logs else None)

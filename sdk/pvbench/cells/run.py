@@ -33,7 +33,7 @@ from pvbench.profiles import (
     render_jobfile,
     resolve_timing,
 )
-from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, SteadyStateResult, WorkloadSpec
+from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, WorkloadSpec
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
@@ -239,13 +239,5 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         identity=identity, workload=workload, provenance=provenance, metrics=metrics, latency_slo=slo, guards=flags
     )
     doc.series = cell_series([run.logs])
-    doc.steady_state = steady_state_of(test, timing, [run.output])
+    doc.steady_state = steady_state_result([run.output], test.steady_state, max_s=timing.runtime_s)
     return doc, CellRaw(run.raw_text, logs_archive([run.logs]))
-
-
-def steady_state_of(test: FioTest, timing: Timing, outputs: list[dict]) -> SteadyStateResult | None:
-    """fio's steady-state verdict of a test with a criterion (its fio run's json, one per client)."""
-    ss = test.steady_state
-    if ss is None:
-        return None
-    return steady_state_result(outputs, ss.criterion, ss.window_s, ss.ramp_s, max_s=timing.runtime_s)

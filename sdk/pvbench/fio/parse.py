@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
+from typing import Protocol
 
 from pvbench.results.schema import DirectionMetrics, SteadyStateResult
 
@@ -133,13 +134,23 @@ def job_errors(fio_json: dict) -> list[str]:
     return [f"job {job.get('jobname')}: error {job['error']}" for job in fio_json.get("jobs") or [] if job.get("error")]
 
 
-def steady_state_result(
-    outputs: list[dict], criterion: str, window_s: float, ramp_s: float, max_s: float
-) -> SteadyStateResult:
-    """fio's ``steadystate`` verdict for a cell (``SteadyStateResult``), from the json output of its
-    fio run(s) (one per client): attained only if every job reports it (fio judges each job on its
-    own without group_reporting); ``after_s`` is then the longest job's measured runtime
-    (``job_runtime``: fio ended the job there, ramp_time not counted)."""
+class SteadyStateAsked(Protocol):
+    """A test's steady-state criterion as its profile gives it (pvbench.profiles.SteadyState)."""
+
+    criterion: str
+    window_s: float
+    ramp_s: float
+
+
+def steady_state_result(outputs: list[dict], asked: SteadyStateAsked | None, max_s: float) -> SteadyStateResult | None:
+    """fio's ``steadystate`` verdict for a cell whose test ``asked`` for one (``SteadyStateResult``;
+    None when it did not), from the json output of its fio run(s) (one per client): attained only
+    if every job reports it (fio judges each job on its own without group_reporting); ``after_s`` is
+    then the longest job's measured runtime (``job_runtime``: fio ended the job there, ramp_time not
+    counted). ``max_s``: the test's runtime, the most fio runs it."""
+    if asked is None:
+        return None
+    criterion, window_s, ramp_s = asked.criterion, asked.window_s, asked.ramp_s
     jobs = [job for output in outputs for job in output.get("jobs", [])]
     attained = bool(jobs) and all(int((job.get("steadystate") or {}).get("attained", 0)) == 1 for job in jobs)
     after_s = max(int(job.get("job_runtime", 0)) for job in jobs) / 1000 if attained else None

@@ -1,0 +1,329 @@
+"""Change points and drift in the history of one cell (storage class × workload × metric).
+
+The CronWorkflows collect one occasion mean per run; over weeks they make a series. This module
+finds where the series moved (a step: an upgrade, a changed StorageClass) and whether it slides
+slowly (a drift), and says which events fall where a step happened (``attribute``).
+
+The method, on y = log(occasion mean) (a change is a ratio, and day-to-day noise is multiplicative):
+
+1. **Candidates** — ruptures' Pelt with a least-squares (l2) cost: the segmentation into levels
+   that minimises the squared residuals plus a penalty per change point. The penalty is
+   ``penalty · σ̂² · log(n)`` with σ̂ the noise sd read robustly from the first differences (a
+   step moves one difference, a bad day two; the median of them moves with neither).
+2. **Significance** — by permutation, with the largest standardised difference of means over
+   every split of a window as the statistic, so a p-value pays for having chosen the location,
+   and it holds whatever the noise's distribution (bad days included): permuting exchangeable
+   occasions is exact. First the whole series ("any change at all?", so a long flat series does
+   not get several tries at ``alpha``), then each candidate on the window between its neighbours:
+   the least significant candidate above ``alpha`` is dropped and its neighbours retested, until
+   every change point left is significant.
+3. **Drift, not a pile of steps** — a slow slide also makes significant steps. Each run of
+   consecutive same-direction change points is weighed against one straight line over the
+   segments it joins. If the line fits at least as well (with fewer parameters) as two or more
+   steps, the steps are a drift and are removed. If the line fits within the run's penalty, or a
+   single step is no better than the line, the data cannot tell: the change points stay, marked
+   ``STEP_OR_DRIFT`` (a −10% drift over 30 occasions at 4% noise and a
+   −7% step halfway are that close; the calibration prints how often each is marked).
+4. **Drift verdict** — on the series with the clear steps' levels removed: Mann-Kendall
+   (Kendall's tau against the occasion index) for the p-value, Theil-Sen for the slope and its
+   95% interval; both rank-based, so a bad day can neither make nor hide a drift.
+
+Sizes are ratios of the segments' geometric means (exp of the mean log), with a 95% interval
+from the pooled within-segment sd on its degrees of freedom. The interval is conditional on the
+location found: it ignores the choice of the location, so it is slightly narrower than an honest
+post-selection interval (the calibration prints its coverage).
+
+``pvbench_lab.changepoint_calibration`` measures false change points, detection, location and
+drift classification on simulated histories; sdk/tests/test_changepoint_calibration.py asserts
+the bars.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+STEP = "step"
+STEP_OR_DRIFT = "step or drift"  # a straight line fits the segments it joins almost as well
+
+# The sd of a normal sample is its MAD / 0.6745; the first differences of iid noise have sd √2·σ.
+_MAD_TO_SD = 1 / (0.6744897501960817 * math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class Occasion:
+    """One point of a history: when it ran and its mean (> 0), optionally the occasion's own 95%
+    interval and number of repetitions (they set a floor under the day-to-day noise: a series
+    cannot be steadier than its occasions' repetitions say)."""
+
+    time: Any
+    mean: float
+    ci95: tuple[float, float] | None = None
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    index: int  # the first occasion at the new level
+    time: Any  # that occasion's time
+    time_before: Any  # the last occasion at the old level: the change happened in (time_before, time]
+    occasions_before: int  # occasions in the segment before (back to the previous change point)
+    occasions_after: int
+    mean_before: float  # geometric mean of the segment before
+    mean_after: float
+    change_pct: float  # 100 · (mean_after / mean_before − 1)
+    change_pct_ci95: tuple[float, float]
+    p_value: float  # permutation p of "a change somewhere between the neighbouring change points"
+    kind: str  # STEP, or STEP_OR_DRIFT: a straight line over its segments fits almost as well
+
+
+@dataclass(frozen=True)
+class Drift:
+    slope_pct_per_occasion: float  # Theil-Sen, after removing the clear steps' levels
+    slope_pct_ci95: tuple[float, float]
+    p_value: float  # Mann-Kendall
+    drifting: bool  # p_value < drift_alpha
+    steps_explained: int  # candidate steps the drift replaced (same direction, better fit as a line)
+
+
+@dataclass(frozen=True)
+class History:
+    occasions: int
+    noise_sd_log: float  # σ̂: the robust day-to-day sd of log occasion means
+    change_points: tuple[ChangePoint, ...]
+    drift: Drift | None  # None below 4 occasions
+
+
+def detect_changes(
+    points: Sequence[Occasion | tuple],
+    *,
+    alpha: float = 0.05,
+    drift_alpha: float = 0.05,
+    penalty: float = 2.0,
+    min_size: int = 3,
+    permutations: int = 999,
+    seed: int = 0,
+) -> History:
+    """Change points and the drift verdict of one series of occasion means, in time order.
+
+    ``points``: ``Occasion``s or ``(time, mean)`` / ``(time, mean, ci95)`` / ``(time, mean, ci95, n)``
+    tuples. ``alpha``: the permutation test's level for keeping a change point. ``min_size``: the
+    fewest occasions a level needs (a step at the very end is found once ``min_size`` occasions
+    follow it). ``seed``: the permutations' seed, so the same series always gives the same answer.
+    """
+    occasions = [p if isinstance(p, Occasion) else Occasion(*p) for p in points]
+    means = np.array([o.mean for o in occasions], dtype=float)
+    if not np.all(np.isfinite(means) & (means > 0)):
+        raise ValueError("occasion means must be finite and > 0 (changes are measured as ratios)")
+    y = np.log(means)
+    n = len(y)
+    if n < 2:
+        return History(n, 0.0, (), None)
+    own_se = _own_se(occasions)
+    noise = max(_robust_sd(y), own_se, 1e-12)
+    rng = np.random.default_rng(seed)
+
+    bounds = _candidates(y, noise, penalty, min_size) if n >= 2 * min_size else [0, n]
+    # A gate on the whole series first: each candidate's own test has level alpha, and a long
+    # flat series offers Pelt several candidates; testing "any change at all?" once keeps the
+    # false change points of a flat series to about alpha per series.
+    if len(bounds) > 2 and _split_pvalue(y, min_size, permutations, rng) > alpha:
+        bounds = [0, n]
+    bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng)
+    bounds, ambiguous, explained = _merge_drifts(y, bounds, noise, penalty)
+    if explained:  # the levels around the removed steps changed: retest what is left
+        bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng)
+    # the drift is judged with only the clear steps' levels removed: removing an ambiguous
+    # step's levels would flatten the very drift it may be part of
+    clear_steps = [b for b in bounds if b not in ambiguous]
+
+    sd, df = _pooled_sd(y, bounds, own_se)
+    t = _t_quantile(df)
+    change_points = []
+    for left, b, right in zip(bounds, bounds[1:-1], bounds[2:]):
+        before, after = y[left:b], y[b:right]
+        d = after.mean() - before.mean()
+        se = sd * math.sqrt(1 / len(before) + 1 / len(after))
+        change_points.append(
+            ChangePoint(
+                index=b,
+                time=occasions[b].time,
+                time_before=occasions[b - 1].time,
+                occasions_before=len(before),
+                occasions_after=len(after),
+                mean_before=float(np.exp(before.mean())),
+                mean_after=float(np.exp(after.mean())),
+                change_pct=100 * math.expm1(d),
+                change_pct_ci95=(100 * math.expm1(d - t * se), 100 * math.expm1(d + t * se)),
+                p_value=p_values[b],
+                kind=STEP_OR_DRIFT if b in ambiguous else STEP,
+            )
+        )
+    return History(n, noise, tuple(change_points), _drift(y, clear_steps, drift_alpha, explained))
+
+
+def attribute(change_point: ChangePoint, events: Iterable[tuple[Any, str]]) -> tuple[tuple[Any, str], ...]:
+    """The events that can explain a change point: those after its last occasion at the old level
+    and no later than its first occasion at the new one, in time order. Empty: attributed to none.
+
+    An event at the same time as the first new occasion counts (the run may have started right
+    after the rollout); one at the time of the last old occasion does not (that run measured the
+    old state)."""
+    inside = [(when, label) for when, label in events if change_point.time_before < when <= change_point.time]
+    return tuple(sorted(inside, key=lambda e: e[0]))
+
+
+# ------------------------------------------------------------------ the steps
+
+
+def _robust_sd(y: np.ndarray) -> float:
+    """Day-to-day sd of log means from the MAD of the first differences: a step moves one of
+    them, a bad day two, and the median moves with neither."""
+    if len(y) < 3:
+        return 0.0
+    differences = np.diff(y)
+    return float(np.median(np.abs(differences - np.median(differences))) * _MAD_TO_SD)
+
+
+def _own_se(occasions: list[Occasion]) -> float:
+    """Root mean square of the occasions' own standard errors (log scale), 0 when none is given."""
+    own = [_log_se(o) for o in occasions if o.ci95 is not None]
+    return math.sqrt(float(np.mean(np.square(own)))) if own else 0.0
+
+
+def _log_se(o: Occasion) -> float:
+    low, high = o.ci95
+    if low <= 0:  # an interval reaching 0 says little: use its upper half
+        return math.log(high / o.mean) / 1.96
+    q = _t_quantile(o.n - 1) if o.n and o.n > 1 else 1.96
+    return math.log(high / low) / (2 * q)
+
+
+def _candidates(y: np.ndarray, noise: float, penalty: float, min_size: int) -> list[int]:
+    """Segment boundaries [0, b1, …, n] of Pelt's least-squares segmentation."""
+    import ruptures
+
+    found = (
+        ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(y).predict(pen=penalty * noise**2 * math.log(len(y)))
+    )
+    return [0, *found]
+
+
+def _max_split_statistic(windows: np.ndarray, min_size: int) -> np.ndarray:
+    """Per row: the largest |mean(w[k:]) − mean(w[:k])| · √(k(m−k)/m) over the splits k that leave
+    min_size on each side. Permutations keep the window's sd, so it needs no scale."""
+    m = windows.shape[-1]
+    k = np.arange(min_size, m - min_size + 1)
+    before_sum = np.cumsum(windows, axis=-1)[..., k - 1]
+    total = windows.sum(axis=-1, keepdims=True)
+    difference = (k * total - m * before_sum) / (k * (m - k))
+    return np.max(np.abs(difference) * np.sqrt(k * (m - k) / m), axis=-1)
+
+
+def _split_pvalue(window: np.ndarray, min_size: int, permutations: int, rng) -> float:
+    """Permutation p of "the window's level changes somewhere" (the max-split statistic)."""
+    observed = _max_split_statistic(window[None, :], min_size)[0]
+    shuffled = rng.permuted(np.tile(window, (permutations, 1)), axis=1)
+    exceed = int(np.sum(_max_split_statistic(shuffled, min_size) >= observed * (1 - 1e-12)))
+    return (1 + exceed) / (1 + permutations)
+
+
+def _window_pvalue(y, bounds, b, min_size, permutations, rng) -> float:
+    """The change point b's p: its window runs from the change point before to the one after."""
+    i = bounds.index(b)
+    return _split_pvalue(y[bounds[i - 1] : bounds[i + 1]], min_size, permutations, rng)
+
+
+def _prune(y, bounds, alpha, min_size, permutations, rng) -> tuple[list[int], dict[int, float]]:
+    """Drop the least significant candidate until all left have p ≤ alpha; p-values of the kept."""
+    bounds = list(bounds)
+    while len(bounds) > 2:
+        p = {b: _window_pvalue(y, bounds, b, min_size, permutations, rng) for b in bounds[1:-1]}
+        worst = max(p, key=p.get)
+        if p[worst] <= alpha:
+            return bounds, p
+        bounds.remove(worst)
+    return bounds, {}
+
+
+def _pooled_sd(y: np.ndarray, bounds: list[int], floor: float) -> tuple[float, float]:
+    """sd of log means around their segment means, pooled over segments, on n − segments df;
+    never below the occasions' own standard error."""
+    rss = sum(_rss_flat(y[a:b]) for a, b in zip(bounds, bounds[1:]))
+    df = len(y) - (len(bounds) - 1)
+    if df < 1:
+        return floor, 1.0
+    return max(math.sqrt(rss / df), floor), float(df)
+
+
+# ------------------------------------------------------------------ the drift
+
+
+def _rss_flat(segment: np.ndarray) -> float:
+    return float(np.sum((segment - segment.mean()) ** 2))
+
+
+def _rss_line(segment: np.ndarray) -> float:
+    x = np.arange(len(segment), dtype=float)
+    slope, intercept = np.polyfit(x, segment, 1)
+    return float(np.sum((segment - (intercept + slope * x)) ** 2))
+
+
+def _merge_drifts(y, bounds, noise, penalty) -> tuple[list[int], set[int], int]:
+    """Weigh each run of same-direction change points against one straight line over the segments
+    it joins. ΔRSS = RSS_line − RSS_steps: ≤ 0 for two or more steps, the line fits at least as
+    well with fewer parameters: the steps are a drift (removed). Within the run's penalty (k
+    change points' worth), and for a single step even when the line fits better (10 occasions
+    cannot tell a step with a bad day at one end from a line), the data cannot tell a step from
+    a drift: kept, flagged ambiguous. Beyond: steps."""
+    # ΔRSS varies with the actual variance, which heavy tails make larger than the robust σ̂
+    # says: the scale here is the larger of the two
+    scale2 = max(noise**2, _pooled_sd(y, bounds, 0.0)[0] ** 2)
+    pen = penalty * scale2 * math.log(len(y))
+    levels = [y[a:b].mean() for a, b in zip(bounds, bounds[1:])]
+    signs = [np.sign(after - before) for before, after in zip(levels, levels[1:])]
+    keep, ambiguous, explained, i = [0], set(), 0, 0
+    while i < len(signs):
+        j = i
+        while j + 1 < len(signs) and signs[j + 1] == signs[i]:
+            j += 1
+        run = bounds[i + 1 : j + 2]  # change points i..j, joining segments i..j+1
+        start, end = bounds[i], bounds[j + 2]
+        steps = sum(_rss_flat(y[a:b]) for a, b in zip([start, *run], [*run, end]))
+        excess = _rss_line(y[start:end]) - steps
+        if excess <= 0 and len(run) > 1:  # a pile of steps a line fits as well: a drift
+            explained += len(run)
+        else:
+            keep += run
+            if excess <= len(run) * pen:
+                ambiguous.update(run)
+        i = j + 1
+    return [*keep, len(y)], ambiguous, explained
+
+
+def _drift(y: np.ndarray, bounds: list[int], drift_alpha: float, explained: int) -> Drift | None:
+    from scipy import stats
+
+    if len(y) < 4:
+        return None
+    residual = np.concatenate([y[a:b] - y[a:b].mean() for a, b in zip(bounds, bounds[1:])])
+    index = np.arange(len(y), dtype=float)
+    tau = stats.kendalltau(index, residual)
+    slope, _, low, high = stats.theilslopes(residual, index, alpha=0.95)
+    p = float(tau.pvalue) if np.isfinite(tau.pvalue) else 1.0
+    return Drift(
+        slope_pct_per_occasion=100 * math.expm1(slope),
+        slope_pct_ci95=(100 * math.expm1(low), 100 * math.expm1(high)),
+        p_value=p,
+        drifting=p < drift_alpha,
+        steps_explained=explained,
+    )
+
+
+def _t_quantile(df: float) -> float:
+    from scipy import special
+
+    return float(special.stdtrit(df, 0.975))

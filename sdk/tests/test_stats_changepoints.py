@@ -1,0 +1,103 @@
+"""pvbench.stats.changepoints on hand-made histories: a step, a flat series, a drift, attribution."""
+
+import math
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from pvbench.stats.changepoints import STEP, Occasion, attribute, detect_changes
+
+START = datetime(2025, 1, 6, 9, 0)
+# a fixed, mild day-to-day wobble (log sd ≈ 2%), so every test sees the same numbers
+WOBBLE = [0.02, -0.01, 0.015, -0.025, 0.005, 0.0, -0.015, 0.02, -0.005, 0.01, -0.02, 0.012]
+
+
+def _history(levels: list[float]) -> list[Occasion]:
+    """Weekly occasions of IOPS around 1000 × level, with the fixed wobble."""
+    return [
+        Occasion(START + timedelta(weeks=i), 1000 * level * math.exp(WOBBLE[i % len(WOBBLE)]))
+        for i, level in enumerate(levels)
+    ]
+
+
+def test_a_clear_step_is_found_at_its_occasion_with_its_size():
+    history = _history([1.0] * 12 + [0.8] * 12)  # −20% from occasion 12 on
+    result = detect_changes(history)
+    assert len(result.change_points) == 1
+    change = result.change_points[0]
+    assert change.index == 12 and change.time == history[12].time and change.time_before == history[11].time
+    assert change.kind == STEP
+    assert (change.occasions_before, change.occasions_after) == (12, 12)
+    assert change.change_pct == pytest.approx(-20, abs=1)
+    low, high = change.change_pct_ci95
+    assert low < -20 < high and high - low < 6
+    assert change.p_value < 0.01
+    assert change.mean_before == pytest.approx(1000, rel=0.01) and change.mean_after == pytest.approx(800, rel=0.01)
+    assert not result.drift.drifting  # the step's levels removed, nothing slides
+
+
+def test_a_flat_series_has_no_change_point_and_no_drift():
+    result = detect_changes(_history([1.0] * 36))
+    assert result.change_points == ()
+    assert not result.drift.drifting
+    assert 0.01 < result.noise_sd_log < 0.03
+
+
+def test_a_slow_drift_is_a_drift_not_steps():
+    levels = list(np.exp(np.linspace(0, math.log(0.85), 30)))  # −15% over 30 occasions
+    result = detect_changes(_history(levels))
+    assert [c for c in result.change_points if c.kind == STEP] == []
+    assert result.drift.drifting and result.drift.p_value < 0.001
+    low, high = result.drift.slope_pct_ci95
+    true_slope = 100 * math.expm1(math.log(0.85) / 29)
+    assert low < true_slope < high < 0
+
+
+def test_the_same_series_gives_the_same_answer():
+    history = _history([1.0] * 6 + [1.12] * 6)
+    assert detect_changes(history) == detect_changes(history)
+
+
+def test_tuples_and_occasion_intervals_are_accepted():
+    points = [(i, 100.0 * (1.3 if i >= 8 else 1.0) * math.exp(WOBBLE[i])) for i in range(12)]
+    result = detect_changes(points)
+    assert [c.index for c in result.change_points] == [8]
+    # wide per-occasion intervals (±30%) say the noise is at least that: the 2% wobble no longer
+    # sets the interval of the change
+    wide = detect_changes([(t, m, (m * 0.7, m * 1.3), 5) for t, m in points])
+    assert wide.noise_sd_log > 0.1
+    if wide.change_points:
+        low, high = wide.change_points[0].change_pct_ci95
+        assert high - low > 30
+
+
+def test_means_must_be_positive():
+    with pytest.raises(ValueError, match="> 0"):
+        detect_changes([(0, 1.0), (1, 0.0), (2, 1.0)])
+
+
+def test_too_short_a_series_says_nothing():
+    assert detect_changes([(0, 5.0)]).change_points == ()
+    assert detect_changes([(0, 5.0), (1, 9.0), (2, 5.0)]).drift is None
+
+
+def test_attribution_takes_the_events_between_the_last_old_and_the_first_new_occasion():
+    history = _history([1.0] * 10 + [0.8] * 10)
+    change = detect_changes(history).change_points[0]
+    last_old, first_new = history[9].time, history[10].time
+    events = [
+        (first_new - timedelta(days=2), "CSI driver image v1.2 → v1.3"),
+        (last_old + timedelta(hours=1), "StorageClass changed"),
+        (first_new, "webhook 7f3a"),  # at the first new occasion: counts
+        (last_old, "webhook 1111"),  # at the last old occasion: that run measured the old state
+        (history[3].time, "an old upgrade"),
+        (first_new + timedelta(days=1), "a later upgrade"),
+    ]
+    assert attribute(change, events) == (
+        (last_old + timedelta(hours=1), "StorageClass changed"),
+        (first_new - timedelta(days=2), "CSI driver image v1.2 → v1.3"),
+        (first_new, "webhook 7f3a"),
+    )
+    assert attribute(change, [(history[3].time, "an old upgrade")]) == ()  # attributed to none
+    assert attribute(change, []) == ()
