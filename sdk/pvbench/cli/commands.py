@@ -97,7 +97,7 @@ def local_run(
             code=report.interrupted.exit_code,
         )
     if aggregate and report.stored:
-        _aggregate(cfg.store, cfg.campaign, None, None, limits, keep_flagged=tuple(cfg.keep_flagged))
+        _aggregate(cfg.store, cfg.campaign, None, None, limits, keep_flagged=tuple(cfg.keep_flagged) or None)
     if not report.ok:
         raise typer.Exit(1)
 
@@ -110,7 +110,7 @@ def _aggregate(
     limits: Path | None = None,
     failures: list[dict] | None = None,
     snapshot: bool = True,
-    keep_flagged: tuple[str, ...] = (),
+    keep_flagged: tuple[str, ...] | None = None,
 ) -> None:
     import duckdb
 
@@ -210,7 +210,7 @@ def aggregate_cmd(
             metavar="RULE[,RULE]",
             help="Keep the results these guards flagged in the statistics (by default a flag whose rule excludes "
             "leaves its result out of summaries, rankings and verdicts; kept ones stay marked). Rules: "
-            "pvbench.cells.guards (client_cpu, page_cache, unwritten_reads)",
+            "pvbench.cells.guards (client_cpu, page_cache, unwritten_reads). Default: $PVBENCH_KEEP_FLAGGED",
         ),
     ] = None,
 ) -> None:
@@ -226,7 +226,11 @@ def aggregate_cmd(
     if run and not campaign:
         fail("--run needs --campaign")
     try:  # before anything runs: a typo would otherwise be an aggregation that kept nothing
-        kept = check_keep_flagged([r.strip() for r in (keep_flagged or "").split(",") if r.strip()])
+        kept = (
+            None
+            if keep_flagged is None
+            else check_keep_flagged([r.strip() for r in keep_flagged.split(",") if r.strip()])
+        )
     except AnalyticsError as exc:
         fail(f"--keep-flagged: {exc}")
     # Only the exit handler says what failed (--argo-failures, even an empty list: then nothing

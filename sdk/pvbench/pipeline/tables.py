@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,9 @@ from pvbench.stopping import deferred_signals
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
 from pvbench.store.locks import campaign_lock, ensure_held
+
+# The guard rules whose flagged results every statistic keeps, where a command is not told (--keep-flagged).
+KEEP_FLAGGED_ENV = "PVBENCH_KEEP_FLAGGED"
 
 # Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
 PYTHON_TABLES = ("report_comparisons",)
@@ -70,7 +74,7 @@ def build_tables(
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
     tables: tuple[str, ...] | None = None,
-    keep_flagged: tuple[str, ...] = (),
+    keep_flagged: tuple[str, ...] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Every table of the campaign (or, with ``only_run``, of that run; with ``tables``, those and
     what they read): see analytics.runner.build_tables.
@@ -78,8 +82,12 @@ def build_tables(
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
     store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
     when only SQL ones are needed. ``keep_flagged``: guard rules whose flagged results stay in
-    the statistics (each checked against the guard catalog first).
+    the statistics (else $PVBENCH_KEEP_FLAGGED, comma-separated, else none; each checked against
+    the guard catalog first): every command that computes statistics (aggregate, compare, summary,
+    stats ci-check) keeps the same ones.
     """
+    if keep_flagged is None:
+        keep_flagged = tuple(r.strip() for r in os.environ.get(KEEP_FLAGGED_ENV, "").split(",") if r.strip())
     keep_flagged = check_keep_flagged(keep_flagged)
     # SciPy (the SQL functions' and the comparisons' distributions) takes ~0.5 s to import: done in
     # a thread while DuckDB reads the compacts (which releases the GIL), not when a model first
@@ -113,7 +121,7 @@ def aggregate(
     progress: Callable[[str], None] | None = None,
     keep_snapshot: bool = True,
     waiting: Callable[[str], None] | None = None,
-    keep_flagged: tuple[str, ...] = (),
+    keep_flagged: tuple[str, ...] | None = None,
 ) -> tuple[str, dict[str, int]]:
     """Bring the compacts up to date, build the campaign's tables and write them as Parquet: to
     ``out`` if given, else into the store's analytics prefix of the campaign (run=all).
