@@ -17,6 +17,7 @@ select
     direction, t_s, percentile,
     case percentile when 'p50' then 1 when 'p99' then 2 else 3 end as percentile_order,
     count(*) as n_reps,
+    count(*) as n,  -- repetitions per cell of the heatmap (the chart says n)
     median(latency_us) as latency_us
 from long
 group by campaign, run, storage_class, profile, workload, direction, t_s, percentile

@@ -6,6 +6,7 @@ select
     direction, rep, 'rep ' || rep as series, t_s,
     iops, bw_mib_s, lat_p50_us, lat_p99_us, lat_p999_us,
     excluded,
+    1 as n,  -- one repetition per point (the charts say n)
     profile in (select profile from profile_catalog where is_sweep) as is_sweep
 from latest_run_seconds
 order by campaign, storage_class, profile, workload, direction, rep, t_s
