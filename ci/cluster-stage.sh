@@ -23,6 +23,12 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 3
 fi
 
+# This run's own background build of the node's binaries and images (ci/test-stages.sh) holds the
+# lock while it builds: wait for it to end, however long a cold machine under load takes (46 min
+# seen, beside the fast suite and two CPU hogs; it ends either way, and up.sh builds what it did not).
+if [ -n "${PVBENCH_PREPARE_PID:-}" ]; then
+  while kill -0 "$PVBENCH_PREPARE_PID" 2>/dev/null; do sleep 5; done
+fi
 # One node per machine: wait for another stage (another checkout) to finish.
 . ci/cluster/lib.sh  # STAGE_LOCK
 exec 9>"$STAGE_LOCK"
