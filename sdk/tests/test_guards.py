@@ -85,7 +85,7 @@ def _job(on_cpu_s: float, waiting_s: float, wall_s: float = 10.0) -> JobCpu:
 def test_a_job_on_or_waiting_for_a_cpu_all_the_time_trips_client_cpu():
     # 60% of a core on a loaded machine, the rest waiting for it: usr+sys alone would say 60%
     flag = guards.client_cpu_flag([_job(6.0, 3.8), _job(0.1, 0.0)], [60.0], cpus=2)
-    assert flag is not None and flag.rule == "client_cpu" and flag.excluded
+    assert flag is not None and flag.rule == "client_cpu" and flag.excluded == guards.GUARDS["client_cpu"].excluded
     assert flag.value == pytest.approx(0.98) and flag.threshold == 0.9
     assert "98%" in flag.detail and "usr+sys 60%" in flag.detail
 
@@ -156,7 +156,7 @@ def test_the_demos_tmpfs_class_trips_client_cpu_and_page_cache(shm_target):
     doc, _ = run_cell(plan_cell(_cell("dbench", "randread-iops"), shm_target, QUICK))
     rules = _rules(doc)
     assert set(rules) == {"client_cpu", "page_cache"}, [f.detail for f in doc.guards]
-    assert rules["client_cpu"].excluded and rules["client_cpu"].value >= 0.9
+    assert rules["client_cpu"].excluded == guards.GUARDS["client_cpu"].excluded and rules["client_cpu"].value >= 0.9
     assert not rules["page_cache"].excluded  # the class is memory: flagged, kept
     assert doc.provenance.fio_version and doc.provenance.fio_options["direct"] == "1"
 
