@@ -10,6 +10,7 @@ adaptive_resample the adaptive-repetition rule replayed on the thesis's runs
 calibration       the calibration itself: coverage, false verdicts and power of the shipped code
 calibration_flags false warm-up and outlier flags of the shipped SQL models on null data
 occasions         the between/within-occasion split in plain Python (the SQL model's reference)
+changepoint_calibration  false and found change points and drifts of stats.changepoints on simulated histories
 
 They run from a checkout of the repository (the examples, the analytics models, .tools/bin);
 what they share with the tests is pvbench.testing.
