@@ -14,7 +14,15 @@ import pytest
 from pvbench.argo.conventions import CAMPAIGN_MUTEX_PREFIX
 from pvbench.fio.merge import read_clients_raw
 from pvbench.results import ResultDocument
-from pvbench.store.layout import CLIENT_FILE, RAW_FIO_FILE, RESULT_FILE, compact_prefix, report_prefix, results_prefix
+from pvbench.store.layout import (
+    CLIENT_FILE,
+    FIO_LOGS_FILE,
+    RAW_FIO_FILE,
+    RESULT_FILE,
+    compact_prefix,
+    report_prefix,
+    results_prefix,
+)
 from pvbench.testing.cluster import (
     BUCKET,
     NAMESPACE,
@@ -171,9 +179,11 @@ def test_the_client_pods_measure_the_same_seconds_and_their_totals_are_the_cells
     raw = minio.client().get_object(BUCKET, key.replace(RESULT_FILE, RAW_FIO_FILE)).read()
     assert json.loads(raw)["format"] == "pvbench.fio-clients/v1" and len(read_clients_raw(raw)) == 2
     prefix = key.removesuffix(RESULT_FILE)
+    # (with its fio interval logs, which the merge step sums into the cell's seconds)
     assert sorted(k.removeprefix(prefix) for k in minio.keys(BUCKET, prefix + "clients/")) == [
-        f"clients/{n}/{CLIENT_FILE}" for n in (1, 2)
+        f"clients/{n}/{name}" for n in (1, 2) for name in sorted((CLIENT_FILE, FIO_LOGS_FILE))
     ]
+    assert len(doc.series.directions[0].iops) >= 1, doc.series  # the clients' seconds, summed
     # the cell's lifecycle is its slowest client pod's, whose claim is one the run made
     assert doc.lifecycle is not None and doc.lifecycle.pod_start_s is not None
     assert doc.lifecycle.claim in run.pvcs
