@@ -206,9 +206,11 @@ const results = [];
 for (const { name, path: p, minCharts = 0, select, waitText, via, load } of args.pages) {
 	let result = await visit(name, p, minCharts, select, waitText, via, load);
 	// Chromium aborts in-flight requests when the host's network configuration changes (another
-	// process adding an address or a bridge): that is the machine, not the report. Load it again.
-	if (result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED'))) {
+	// process adding an address or a bridge: the Kubernetes stage beside, bringing its node up or
+	// down, does so several times in a row): that is the machine, not the report. Load it again.
+	for (let again = 0; again < 4 && result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED')); again++) {
 		const first = result.consoleErrors;
+		await new Promise((done) => setTimeout(done, 2000)); // let the change settle
 		result = await visit(name, p, minCharts, select, waitText, undefined, load); // not clicked to, again
 		result.retriedAfter = first;
 	}

@@ -47,7 +47,14 @@ from report_fixture import write_synthetic_results
 
 from pvbench.cells.guards import GUARD_LIST
 from pvbench.report import ReportError, build_report, check_installed, report_tables, stage_data, start_server
-from pvbench.report.build import TITLE_PLACEHOLDER, keep_bundles, put_title, restore_bundles, write_empty_tables
+from pvbench.report.build import (
+    TITLE_PLACEHOLDER,
+    keep_bundles,
+    put_title,
+    restore_bundles,
+    sort_data_manifest,
+    write_empty_tables,
+)
 from pvbench.report.bundles import (
     ANALYSIS_FILE,
     ANALYSIS_REUSED_LOG_LINE,
@@ -695,6 +702,16 @@ def test_bundles_are_kept_for_the_few_latest_keys(tmp_path, monkeypatch):
     (cache / "bundle.json").write_text("{}")
     assert bundles.bundle_cache(project, {}) == cache and bundles.is_cached(cache)
     assert bundles.bundle_cache(project, {bundles.REUSE_ENV: "0"}) is None
+
+
+def test_the_data_manifest_lists_its_files_in_one_order(tmp_path):
+    """Evidence lists a source's query files as its concurrent queries finish: sorted after the
+    build, two builds of the same tables make the same site."""
+    (tmp_path / "data").mkdir()
+    manifest = tmp_path / "data" / "manifest.json"
+    manifest.write_text(json.dumps({"renderedFiles": {"pvbench": ["b/2.parquet", "a/1.parquet"]}}))
+    sort_data_manifest(tmp_path)
+    assert json.loads(manifest.read_text()) == {"renderedFiles": {"pvbench": ["a/1.parquet", "b/2.parquet"]}}
 
 
 def test_the_sources_read_the_tables_of_the_contract():

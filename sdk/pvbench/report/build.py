@@ -12,6 +12,7 @@ machine.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import queue
 import re
@@ -516,6 +517,7 @@ def build_report(
             raise ReportError(f"evidence build finished but {built} holds no site; log: {log_path}")
         if plain_title:
             put_title(built, title)
+        sort_data_manifest(built)
         _install_site(built, out_dir)
         reused = REUSED_LOG_LINE in log_path.read_text(encoding="utf-8", errors="replace")
         if not reused:
@@ -524,6 +526,20 @@ def build_report(
     how = "bundles reused" if reused else "bundles compiled" + (f", kept in {cache}" if cache else "")
     console.print(f"report built in {time.monotonic() - started:.0f}s ({how}) → {out_dir}  [dim]({rows})[/]")
     return out_dir
+
+
+def sort_data_manifest(site: Path) -> None:
+    """Sort the lists of the built site's ``data/manifest.json``: Evidence writes each source's query
+    files in the order its concurrent queries finished, so two builds of the same tables differed
+    in that file alone. The order means nothing to the pages (they load every file listed)."""
+    manifest = site / "data" / "manifest.json"
+    if not manifest.is_file():
+        return
+    data = json.loads(manifest.read_text())
+    files = data.get("renderedFiles")
+    if isinstance(files, dict):
+        data["renderedFiles"] = {k: sorted(v) if isinstance(v, list) else v for k, v in sorted(files.items())}
+        manifest.write_text(json.dumps(data))
 
 
 def _evidence_env(project: Path, title: str) -> dict[str, str]:
