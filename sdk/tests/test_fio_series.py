@@ -131,8 +131,10 @@ def test_a_rate_step_shows_in_the_series(tmp_path):
     after = [by_t[t] for t in (5.0, 6.0) if t in by_t]
     assert before and after
     # the seconds around the step (3 and 4) are left out: where exactly it falls depends on scheduling
-    assert all(abs(v / 100 - 1) < 0.3 for v in before), before
-    assert all(abs(v / 400 - 1) < 0.3 for v in after), after
+    # the level of each side (a loaded machine can delay one second's I/Os into the next, which fio's
+    # rate limit then makes up: a single second may be off, the two sides' levels are not)
+    assert abs(statistics.mean(before) / 100 - 1) < 0.3 and abs(statistics.mean(after) / 400 - 1) < 0.3, (before, after)
+    assert statistics.mean(after) > 2 * statistics.mean(before), (before, after)
     assert len(write.t_s) == len(write.iops) == len(write.bw_mib_s) == len(write.lat_p99_us)
 
 
@@ -180,7 +182,7 @@ direct=0
 rw=randwrite
 bs=4k
 rate_iops=200
-steadystate=iops:20%
+steadystate=iops:60%
 steadystate_duration=2s
 [never]
 rw=randwrite
@@ -201,7 +203,7 @@ def test_steady_state_is_fios_verdict(tmp_path, workload, attained):
     assert steady is not None and steady.max_s == 8 and steady.attained is attained
     if attained:
         # flat at 200 IOPS: steady once a 2 s window is full, well before the 8 s ceiling
-        assert steady.criterion == "iops:20%" and steady.window_s == 2
+        assert steady.criterion == "iops:60%" and steady.window_s == 2
         assert steady.after_s is not None and steady.after_s < steady.max_s
     else:
         # a 30 s window never fills in 8 s: fio runs the whole runtime and says so
