@@ -7,6 +7,7 @@ The templates themselves run on the real engines in the cluster stage (test_clus
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -100,6 +101,16 @@ def test_validate_checks_only_the_tests_the_run_measures():
         "10Gi",
     )
     assert big.returncode == 2 and "does not fit" in big.stderr and "randread-4k-qd1x32" in big.stderr
+
+
+def test_validate_refuses_a_guard_rule_the_catalog_lacks_from_the_templates_environment():
+    """The template passes its keep-flagged parameter to validate, adaptive-check and aggregate as
+    $PVBENCH_KEEP_FLAGGED: a typo fails the run at validate, not in its exit handler."""
+    args = ("validate", *MATRIX, "--profiles", "dbench", "--tests", "randread-iops")
+    ok = pvbench(*args, timeout=120, env={**os.environ, "PVBENCH_KEEP_FLAGGED": "client_cpu, page_cache"})
+    assert ok.returncode == 0, ok.stderr
+    bad = pvbench(*args, timeout=120, env={**os.environ, "PVBENCH_KEEP_FLAGGED": "client-cpu"})
+    assert bad.returncode == 2 and "keep-flagged" in bad.stderr and "client_cpu" in bad.stderr, bad.stderr
 
 
 def test_fio_step_refuses_an_upload_key_the_layout_would_not_give(tmp_path):

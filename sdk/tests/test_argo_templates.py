@@ -451,8 +451,7 @@ def test_only_the_cells_container_gets_a_short_lived_token_for_its_lifecycle():
 
 def test_validate_reads_the_charts_limit_from_its_config_map():
     tpl = templates_by_name(benchmark_template())
-    [env] = tpl["validate"]["container"]["env"]
-    assert env["name"] == "PVBENCH_MAX_STORAGE_CLASSES"
+    [env] = [e for e in tpl["validate"]["container"]["env"] if e["name"] == "PVBENCH_MAX_STORAGE_CLASSES"]
     assert env["valueFrom"]["configMapKeyRef"] == {
         "name": "pvbench-limits",
         "key": "max-storage-classes",
@@ -461,6 +460,26 @@ def test_validate_reads_the_charts_limit_from_its_config_map():
     out = load_yaml_docs(helm_template(sets=("benchmark.maxStorageClasses=3",)))
     [cm] = [d for d in out if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "pvbench-limits"]
     assert cm["data"] == {"max-storage-classes": "3"}
+
+
+def test_the_steps_that_compute_statistics_keep_the_flagged_results_the_run_names():
+    """keep-flagged reaches validate (which checks it), each adaptive round's check and aggregate,
+    and only them; the chart sets its default like any parameter's."""
+    tpl = templates_by_name(benchmark_template())
+    keeping = {
+        name
+        for name, t in tpl.items()
+        if {"name": "PVBENCH_KEEP_FLAGGED", "value": "{{workflow.parameters.keep-flagged}}"}
+        in t.get("container", {}).get("env", [])
+    }
+    assert keeping == {"validate", "adaptive-check", "aggregate"}
+    [wt] = [
+        d
+        for d in load_yaml_docs(helm_template(sets=("benchmark.parameters.keep-flagged=client_cpu",)))
+        if d["kind"] == "WorkflowTemplate"
+    ]
+    [param] = [p for p in wt["spec"]["arguments"]["parameters"] if p["name"] == "keep-flagged"]
+    assert param["value"] == "client_cpu"
 
 
 def test_events_are_bounded():

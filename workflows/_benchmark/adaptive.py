@@ -9,7 +9,7 @@ from hera.workflows import models as m
 from pvbench.argo import conventions as c
 from pvbench.cells.matrix import NEXT_ROUND
 
-from .common import IN, PVBENCH_STEP, RUN, TABLES, TRANSIENT, WF, options, run_results_artifact
+from .common import IN, KEEP_FLAGGED, PVBENCH_STEP, RUN, TABLES, TRANSIENT, WF, options, run_results_artifact
 from .fan_out import ALL_CELLS_DONE, Cells, cell_tasks
 from .volumes import tmp
 
@@ -40,6 +40,7 @@ def adaptive_check() -> Container:
                 outputs=c.CHECK_OUT_DIR,
             ),
         ],
+        env=[KEEP_FLAGGED],
         resources=TABLES,
         volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,

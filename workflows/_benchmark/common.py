@@ -2,11 +2,12 @@
 
 import json
 
-from hera.workflows import Parameter, S3Artifact
+from hera.workflows import Env, Parameter, S3Artifact
 from hera.workflows import models as m
 
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
+from pvbench.cells.guards import KEEP_FLAGGED_ENV
 
 WF = "{{workflow.parameters.%s}}".__mod__
 IN = "{{inputs.parameters.%s}}".__mod__
@@ -86,6 +87,9 @@ PULL = "IfNotPresent"  # images are pinned by tag (the chart sets it); kind can 
 RUNNER = WF("image")
 # A step that runs one `pvbench` command in the runner image, non-root on a read-only root.
 PVBENCH_STEP = dict(image=RUNNER, image_pull_policy=PULL, command=["pvbench"], security_context=STRICT)
+# The steps that compute statistics (validate checks it) keep the flagged results the run's
+# keep-flagged parameter names.
+KEEP_FLAGGED = Env(name=KEEP_FLAGGED_ENV, value=WF("keep-flagged"))
 # Transient trouble only, for the steps around the cells: OnError retries pods that Argo or
 # Kubernetes lost (evicted, deleted, executor errors), never a step whose own command failed.
 # Cells are not retried (see benchmark-cell).

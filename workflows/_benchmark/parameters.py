@@ -3,6 +3,7 @@
 from hera.workflows import Parameter
 
 from pvbench.argo import conventions as c
+from pvbench.cells.guards import GUARD_LIST
 from pvbench.cells.matrix import CLIENT_VOLUMES
 from pvbench.cells.run import max_jobs
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
@@ -136,6 +137,15 @@ PARAMETERS = [
         description=(
             "How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails; "
             "the cell's deadline is this plus its fio time, so a volume that never binds cannot hold the node."
+        ),
+    ),
+    Parameter(
+        name="keep-flagged",
+        value="",
+        description=(
+            "Guard rules whose flagged cells still count in this run's statistics, comma-separated: "
+            + ", ".join(f"{g.rule} ({g.title.lower()})" for g in GUARD_LIST if g.excluded)
+            + ". Empty: a flagged cell is marked and left out of rankings and verdicts. Checked by validate."
         ),
     ),
     Parameter(

@@ -6,7 +6,7 @@ from hera.workflows import models as m
 from pvbench.argo import conventions as c
 from pvbench.cells.matrix import FAN_OUTS
 
-from .common import MATRIX_ARGS, PVBENCH_STEP, SMALL, TIMING_ARGS, TRANSIENT, WF, options
+from .common import KEEP_FLAGGED, MATRIX_ARGS, PVBENCH_STEP, SMALL, TIMING_ARGS, TRANSIENT, WF, options
 from .volumes import tmp
 
 
@@ -34,7 +34,8 @@ def validate() -> Container:
                 config_map_name=c.LIMITS_CONFIGMAP,
                 config_map_key=c.MAX_STORAGE_CLASSES_KEY,
                 optional=True,
-            )
+            ),
+            KEEP_FLAGGED,
         ],
         resources=SMALL,
         volumes=[tmp("64Mi")],

@@ -9,6 +9,7 @@ from pvbench.argo import keys
 
 from .common import (
     CAMPAIGN_KEY,
+    KEEP_FLAGGED,
     PULL,
     PVBENCH_STEP,
     REPORT,
@@ -53,6 +54,7 @@ def aggregate() -> Container:
                 no_snapshot=True,
             ),
         ],
+        env=[KEEP_FLAGGED],
         resources=TABLES,
         volumes=[tmp("4Gi")],
         retry_strategy=TRANSIENT,

@@ -45,9 +45,7 @@ GUARD_LIST: tuple[Guard, ...] = (
         0.9,
         "share of the run fio's busiest job was on a CPU or waiting for one",
         "understates",
-        # flagged and marked, not yet left out: pvbench's own Kubernetes stage judges classes on tmpfs,
-        # whose fio is always client-bound; leaving them out needs a chart setting to keep them first
-        False,
+        True,
         "trips at 0.9 or more: a fio job that was on a CPU or waiting in the run queue for one (Linux schedstat) "
         "almost all its run never waited for the storage, so the client's CPU was the limit; fio's own usr+sys "
         "(its JSON) alone misses the waiting on a loaded node, and is the fallback where schedstat is missing",
@@ -76,6 +74,16 @@ GUARD_LIST: tuple[Guard, ...] = (
     ),
 )
 GUARDS = {g.rule: g for g in GUARD_LIST}
+# The rules whose flagged results every statistic keeps, where a command is not told (--keep-flagged):
+# comma-separated; the benchmark template's keep-flagged parameter sets it in its statistics steps.
+KEEP_FLAGGED_ENV = "PVBENCH_KEEP_FLAGGED"
+
+
+def split_rules(text: str | None) -> list[str]:
+    """'client_cpu, page_cache' (--keep-flagged, $PVBENCH_KEEP_FLAGGED) as its rule names; unchecked."""
+    return [r.strip() for r in (text or "").split(",") if r.strip()]
+
+
 TRIPS_AT_OR_BELOW = frozenset({"page_cache", "unwritten_reads"})
 
 # Filesystems whose files live in memory: the page cache is the storage.

@@ -222,15 +222,12 @@ def aggregate_cmd(
     from pvbench.analytics.inputs import check_keep_flagged
     from pvbench.analytics.tables import AnalyticsError
     from pvbench.argo.failures import FailuresError, parse_failures
+    from pvbench.cells.guards import split_rules
 
     if run and not campaign:
         fail("--run needs --campaign")
     try:  # before anything runs: a typo would otherwise be an aggregation that kept nothing
-        kept = (
-            None
-            if keep_flagged is None
-            else check_keep_flagged([r.strip() for r in keep_flagged.split(",") if r.strip()])
-        )
+        kept = None if keep_flagged is None else check_keep_flagged(split_rules(keep_flagged))
     except AnalyticsError as exc:
         fail(f"--keep-flagged: {exc}")
     # Only the exit handler says what failed (--argo-failures, even an empty list: then nothing

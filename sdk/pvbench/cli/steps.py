@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
+from pvbench.cells.guards import KEEP_FLAGGED_ENV
 from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.cli.profiles import PROFILE_NAMES
 from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
@@ -126,6 +127,14 @@ def validate(
         str,
         typer.Option(help="Multi-client cells' volumes: own (each client's files in its own) or shared (all in one)"),
     ] = "own",
+    keep_flagged: Annotated[
+        str,
+        typer.Option(
+            envvar=KEEP_FLAGGED_ENV,
+            metavar="RULE[,RULE]",
+            help="Guard rules whose flagged results the run's statistics keep (pvbench.cells.guards)",
+        ),
+    ] = "",
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
@@ -134,12 +143,19 @@ def validate(
     """
     import math
 
+    from pvbench.analytics.inputs import check_keep_flagged
+    from pvbench.analytics.tables import AnalyticsError
+    from pvbench.cells.guards import split_rules
     from pvbench.cells.matrix import CLIENT_VOLUMES
     from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
     from pvbench.profiles import parse_seconds, parse_size
 
     if client_volumes not in CLIENT_VOLUMES:
         fail(f"client volumes {client_volumes!r}: choose one of {', '.join(CLIENT_VOLUMES)}")
+    try:  # the statistics steps read it at the end of the run: a typo must not wait for that
+        check_keep_flagged(split_rules(keep_flagged))
+    except AnalyticsError as exc:
+        fail(f"keep-flagged: {exc}")
     classes = split_list(storage_classes)
     if len(classes) > max_storage_classes:
         fail(

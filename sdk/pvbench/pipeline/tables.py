@@ -12,6 +12,7 @@ import duckdb
 from pvbench.analytics import outputs, runner
 from pvbench.analytics.inputs import check_keep_flagged
 from pvbench.analytics.tables import AnalyticsError
+from pvbench.cells.guards import KEEP_FLAGGED_ENV, split_rules
 from pvbench.stats.functions import register_functions
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import REPORT_COMPARISONS
@@ -19,9 +20,6 @@ from pvbench.stopping import deferred_signals
 from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
 from pvbench.store.locks import campaign_lock, ensure_held
-
-# The guard rules whose flagged results every statistic keeps, where a command is not told (--keep-flagged).
-KEEP_FLAGGED_ENV = "PVBENCH_KEEP_FLAGGED"
 
 # Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
 PYTHON_TABLES = ("report_comparisons",)
@@ -87,7 +85,7 @@ def build_tables(
     stats ci-check) keeps the same ones.
     """
     if keep_flagged is None:
-        keep_flagged = tuple(r.strip() for r in os.environ.get(KEEP_FLAGGED_ENV, "").split(",") if r.strip())
+        keep_flagged = tuple(split_rules(os.environ.get(KEEP_FLAGGED_ENV)))
     keep_flagged = check_keep_flagged(keep_flagged)
     # SciPy (the SQL functions' and the comparisons' distributions) takes ~0.5 s to import: done in
     # a thread while DuckDB reads the compacts (which releases the GIL), not when a model first
