@@ -18,8 +18,8 @@ Bars (asserted by sdk/tests/test_changepoint_calibration.py):
     time (a change point marked "step or drift" may stand beside it: at 4% noise such a drift and
     a −7% step halfway are hard to tell apart, and the result says so rather than guess).
 
-    .venv/bin/python -m pvbench_lab.changepoint_calibration            # ~2 min of CPU
-    .venv/bin/python -m pvbench_lab.changepoint_calibration --quick    # the test's, ~25 s of CPU
+    .venv/bin/python -m pvbench_lab.changepoint_calibration            # ~35 s of CPU
+    .venv/bin/python -m pvbench_lab.changepoint_calibration --quick    # the test's, ~7 s of CPU
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ STEP = -0.15
 DRIFT = -0.10
 DRIFT_OCCASIONS = 30
 FLAT_OCCASIONS = 100
-QUICK_TRIALS = 200  # --quick, and the test: ~25 s of CPU
+QUICK_TRIALS = 200  # --quick, and the test: ~7 s of CPU
 
 
 def noise(rng: np.random.Generator, kind: str, n: int, sd: float) -> np.ndarray:

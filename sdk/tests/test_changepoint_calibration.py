@@ -1,5 +1,5 @@
 """The bars of pvbench.stats.changepoints, asserted on pvbench_lab.changepoint_calibration's quick
-mode (seeded: the same figures every run; about 25 s of CPU, no wall-time assertion):
+mode (seeded: the same figures every run; about 7 s of CPU, no wall-time assertion):
 
 (a) at most 1 false change point per 100 occasions on flat series;
 (b) a −15% step with 5 + 5 or 10 + 10 occasions found within ±1 occasion ≥ 90% of the time;

@@ -224,6 +224,7 @@ def thesis_site(reports, tmp_path_factory) -> Site:
                 {"name": "methodology", "path": "/methodology/"},
                 {"name": "lifecycle-empty", "path": "/lifecycle/"},
                 {"name": "scaling-empty", "path": "/scaling/"},
+                {"name": "history-unjudged", "path": "/history/"},
             ],
             follow_links=True,
         )
@@ -273,6 +274,8 @@ def full_site(reports, tmp_path_factory) -> Site:
                 {"name": "lifecycle", "path": "/lifecycle/", "minCharts": 1},
                 {"name": "over-time", "path": "/over-time/", "minCharts": 18},
                 {"name": "class-tmpfs", "path": "/storage-classes/tmpfs/", "minCharts": 36},
+                {"name": "history", "path": "/history/", "minCharts": 2},
+                {"name": "class-openebs-lvm", "path": "/storage-classes/openebs-lvm/", "minCharts": 10},
                 # the run picked in the Runs page's Dropdown; waits for that run's mean of random writes
                 {"name": "runs-before", "path": "/runs/", "select": "before-upgrade", "waitText": "19,400 ± 2,300"},
             ],
@@ -819,6 +822,18 @@ def test_profiles_that_did_not_run_show_a_note(thesis_site):
 
 @pytest.mark.slow
 @THESIS
+def test_thesis_history_lists_series_too_short_to_judge(thesis_site):
+    """4 occasions per class: the History page lists every series, judges none (6 needed) and
+    draws no chart; the overview has no history banner."""
+    page = thesis_site.page("history-unjudged")
+    text = page["text"]
+    assert not page["charts"] and "No series has enough occasions to be judged yet" in text
+    assert "Every series" in text and "not judged: 4 occasions: change points need at least 6" in text
+    assert "confirms a change of level" not in thesis_site.page("index")["text"]
+
+
+@pytest.mark.slow
+@THESIS
 def test_thesis_comparisons_show_verdicts(thesis_site):
     page = thesis_site.page("comparisons")
     text = page["text"]
@@ -1083,6 +1098,27 @@ def test_full_demo_seconds_are_drawn_and_its_guard_flags_listed(full_site):
     methodology = full_site.page("methodology")["text"]
     for guard in GUARD_LIST:
         assert guard.title in methodology, guard.title
+
+
+@pytest.mark.slow
+@FULL
+def test_full_history_draws_the_series_that_moved_and_each_class_its_own(full_site):
+    """The History page (#64): only the upgrade's class has 6 occasions (3 a run), so only its 5
+    headline series are judged. 3 + 3 occasions cannot show a step at α = 0.05 (the permutation
+    test's smallest p is 1/20): no change point, and the slower writes read as a drift, so the
+    page draws those 2 series, the candidate run as an event rule on each; every series is listed.
+    The class page draws all 5."""
+    page = full_site.page("history")
+    assert len(page["charts"]) == 2 and all(painted(c) for c in page["charts"]), page["charts"]
+    for chart in page["charts"]:
+        label = chart["label"]
+        assert label.startswith("openebs-lvm: ") and "n = 6 occasions" in label and "drifting" in label, label
+    text = page["text"]
+    assert "No change point in any series" in text and "Series that moved" in text and "Every series" in text
+    lvm = full_site.page("class-openebs-lvm")
+    history = [c for c in lvm["charts"] if "occasion means" in c["label"]]
+    assert len(history) == 5 and all(painted(c) for c in history), lvm["charts"]
+    assert "History" in lvm["text"] and "no change point; no drift" in lvm["text"]
 
 
 @pytest.mark.slow

@@ -101,3 +101,65 @@ def test_attribution_takes_the_events_between_the_last_old_and_the_first_new_occ
     )
     assert attribute(change, [(history[3].time, "an old upgrade")]) == ()  # attributed to none
     assert attribute(change, []) == ()
+
+
+def test_the_drift_statistics_are_scipys():
+    """Mann-Kendall and Theil-Sen are computed as scipy.stats.kendalltau and theilslopes compute
+    them (without importing scipy.stats in every aggregation): the same numbers, ties or not,
+    short series (exact p) and long ones (asymptotic)."""
+    from scipy import stats
+
+    from pvbench.stats.changepoints import _mann_kendall_p, _theil_sen
+
+    rng = np.random.default_rng(3)
+    for trial in range(400):
+        n = int(rng.integers(4, 90))
+        y = rng.normal(size=n) + rng.normal() * np.arange(n) / n
+        if trial % 3 == 0:
+            y = np.round(y, 1)  # ties
+        index = np.arange(n, dtype=float)
+        expected = stats.kendalltau(index, y).pvalue
+        assert _mann_kendall_p(y) == expected or (math.isnan(expected) and math.isnan(_mann_kendall_p(y)))
+        slope, _, low, high = stats.theilslopes(y, index, alpha=0.95)
+        assert _theil_sen(y) == (slope, low, high)
+    assert math.isnan(_mann_kendall_p(np.ones(6)))
+
+
+def test_the_gate_that_stops_early_decides_as_the_whole_test():
+    """The whole series' gate stops drawing permutations once they show it flat: the same answer
+    as drawing all 999, and, when it does not stop, the generator left as drawing them at once."""
+    from pvbench.stats.changepoints import _split_pvalue
+
+    data = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(data.integers(6, 40))
+        y = data.normal(0, 0.04, n) + (0.1 * (np.arange(n) >= n // 2) if trial % 2 else 0.0)
+        whole, early = np.random.default_rng(trial), np.random.default_rng(trial)
+        p = _split_pvalue(y, 3, 999, whole)
+        p_early = _split_pvalue(y, 3, 999, early, stop_above=0.05)
+        assert (p > 0.05) == (p_early > 0.05)
+        if p <= 0.05:
+            assert p_early == p and whole.random() == early.random()
+
+
+def test_the_fast_pelt_segments_as_ruptures_own():
+    """Pelt with the running-sum l2 cost and its segmentation weighed with NumPy finds the
+    boundaries ruptures' own Pelt finds, with that cost and with its own l2 cost."""
+    import ruptures
+
+    from pvbench.stats.changepoints import _pelt_classes
+
+    cost, pelt = _pelt_classes()
+    rng = np.random.default_rng(7)
+    for trial in range(120):
+        n = int(rng.integers(6, 90))
+        y = math.log(1000) + rng.normal(0, 0.04, n)
+        for _ in range(int(rng.integers(0, 4))):  # up to 3 steps
+            y -= rng.normal(0, 0.15) * (np.arange(n) >= rng.integers(1, n))
+        if trial % 4 == 0:
+            y = np.round(y, 2)  # ties between partitions' costs
+        min_size = int(rng.integers(1, 4))
+        pen = 2 * 0.04**2 * math.log(n) * rng.uniform(0.2, 3)
+        fast = pelt(custom_cost=cost(), min_size=min_size, jump=1).fit(y).predict(pen=pen)
+        assert fast == ruptures.Pelt(custom_cost=cost(), min_size=min_size, jump=1).fit(y).predict(pen=pen)
+        assert fast == ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(y).predict(pen=pen)

@@ -32,6 +32,12 @@ select
     id.rep                               as rep,
     id."order"                           as cell_order,
     coalesce(id.labels['role'], '')      as role,
+    -- why the run ran and after which change (the workflow parameters Argo Events' triggers set):
+    -- the events of a class's history (occasion_history)
+    nullif(id.labels['trigger'], '')     as trigger,
+    nullif(id.labels['changed'], '')     as changed,
+    nullif(id.labels['old-image'], '')   as old_image,
+    nullif(id.labels['new-image'], '')   as new_image,
     wl.rw                                as rw,
     wl.bs                                as bs,
     wl.bs_bytes                          as bs_bytes,

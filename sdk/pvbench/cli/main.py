@@ -8,7 +8,7 @@ from typing import Sequence
 
 import typer
 
-from pvbench.cli import commands, profiles, steps, store
+from pvbench.cli import commands, history, profiles, steps, store
 from pvbench.cli.common import fail, print_log_warnings
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 app.add_typer(steps.app)  # expand, validate, fio-step (top level: what Argo's steps run)
 app.add_typer(commands.app)  # aggregate, summary, compare
+app.add_typer(history.app)  # history
 app.add_typer(profiles.app, name="profiles")
 app.add_typer(store.app, name="store")
 app.add_typer(commands.local_app, name="local")

@@ -2,8 +2,10 @@
 
 pvbench.analytics runs the SQL models over a store's compacts with what it is given; this layer
 gives it the statistics' SQL functions, the user's limits and prices, and the tables computed in
-Python (report_comparisons), and says where the results go (aggregate). Comparisons of two
-selections of stored results (``pvbench compare``) live here too: they read tables, then judge.
+Python (report_comparisons, the history's change points), and says where the results go
+(aggregate). Comparisons of two selections of stored results (``pvbench compare``) and a class's
+history across the campaigns' stored tables (``pvbench history``) live here too: they read
+tables, then judge.
 """
 
 from pvbench.pipeline.compare import compare_sides

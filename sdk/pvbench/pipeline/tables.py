@@ -14,6 +14,7 @@ from pvbench.analytics.inputs import check_keep_flagged
 from pvbench.analytics.tables import AnalyticsError
 from pvbench.cells.guards import KEEP_FLAGGED_ENV, split_rules
 from pvbench.stats.functions import register_functions
+from pvbench.stats.history import HISTORY_TABLES, REPORT_HISTORY
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.stopping import deferred_signals
@@ -21,8 +22,11 @@ from pvbench.store import Store
 from pvbench.store.layout import analytics_prefix
 from pvbench.store.locks import campaign_lock, ensure_held
 
-# Tables computed in Python over the models' ``measurements`` (written as Parquet like the SQL ones).
-PYTHON_TABLES = ("report_comparisons",)
+# Tables computed in Python over the models' tables (written as Parquet like the SQL ones): the
+# comparisons over occasion_measurements, the history's change points over occasion_history.
+PYTHON_TABLES = ("report_comparisons", *HISTORY_TABLES)
+# the steps that make them
+PYTHON_STEPS = (REPORT_COMPARISONS, REPORT_HISTORY)
 
 
 def _declarations(store: Store, limits: Path | str | None):
@@ -48,7 +52,7 @@ def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
         register_functions(con)
         install(con, Declarations(limits=[], prices=[]))
 
-    con = outputs.empty_tables(root, before=[nothing_declared], after=[REPORT_COMPARISONS])
+    con = outputs.empty_tables(root, before=[nothing_declared], after=PYTHON_STEPS)
     try:
         return {table: outputs.table_columns(con, table) for table in outputs.output_tables(root, PYTHON_TABLES)}
     finally:
@@ -78,7 +82,7 @@ def build_tables(
     what they read): see analytics.runner.build_tables.
 
     ``limits``: the user's storage class limits/prices file (else $PVBENCH_LIMITS, else the
-    store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons)
+    store's config/limits.yaml). ``extras=False`` skips the Python-made tables (report_comparisons, the history's)
     when only SQL ones are needed. ``keep_flagged``: guard rules whose flagged results stay in
     the statistics (else $PVBENCH_KEEP_FLAGGED, comma-separated, else none; each checked against
     the guard catalog first): every command that computes statistics (aggregate, compare, summary,
@@ -97,7 +101,7 @@ def build_tables(
         run,
         root,
         before=[_declarations(store, limits)],
-        after=[REPORT_COMPARISONS] if extras else [],
+        after=PYTHON_STEPS if extras else (),
         failures=failures,
         warn=warn,
         only_run=only_run,

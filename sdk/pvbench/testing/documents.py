@@ -44,6 +44,7 @@ def doc(
     steady_state: SteadyStateResult | None = None,
     guards: list[GuardFlag] | None = None,
     fio_options: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> ResultDocument:
     started = started or T0 + timedelta(minutes=rep)
     return ResultDocument(
@@ -56,7 +57,7 @@ def doc(
             workload=workload,
             rep=rep,
             order=order,
-            labels={"role": role} if role else {},
+            labels={**(labels or {}), **({"role": role} if role else {})},
         ),
         workload=WorkloadSpec(
             rw="randread",

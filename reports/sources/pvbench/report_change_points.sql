@@ -1,0 +1,1 @@
+select * from read_parquet('data/report_change_points.parquet')

@@ -1,0 +1,108 @@
+"""A storage class's history as `pvbench history` shows it: the series of the campaigns' stored
+tables (occasion_history.parquet of each campaign's analytics, written by `pvbench aggregate`),
+read together so that one workload's occasions of every campaign make one series, then judged
+as the report judges them (pvbench.stats.history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from pvbench.analytics.connection import connect
+from pvbench.analytics.resources import readable
+from pvbench.analytics.tables import AnalyticsError, sql_literal
+from pvbench.stats.history import HISTORY_SOURCE, HistorySettings, Judged, Series, class_events, judge, load_series
+from pvbench.store import Store
+from pvbench.store.layout import ANALYTICS_ROOT, analytics_prefix, slug
+
+
+class HistoryError(AnalyticsError):
+    """Nothing to show: no stored history, or none for what was asked (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class ClassHistory:
+    storage_class: str
+    campaigns: list[str]  # the campaigns its series were read from
+    judged: list[Judged]
+
+
+def _matches(label: str, wanted: str) -> bool:
+    """A label given verbatim or by its store slug (as `pvbench compare` matches them)."""
+    return label == wanted or slug(label) == slug(wanted)
+
+
+def _read(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None) -> None:
+    """View ``stored_history``: the campaign's occasion_history, or every campaign's."""
+    if campaign is not None:
+        key = f"{analytics_prefix(campaign)}/{HISTORY_SOURCE}.parquet"
+        where = f"campaign {campaign!r}"
+    else:
+        key = f"{ANALYTICS_ROOT}/campaign=*/run=all/{HISTORY_SOURCE}.parquet"
+        where = "any campaign"
+    path = sql_literal(readable(con, store, key))  # a view takes no parameters
+    try:
+        con.execute(
+            f"CREATE OR REPLACE VIEW stored_history AS SELECT * FROM read_parquet({path}, union_by_name = true, hive_partitioning = false)"
+        )
+        con.execute("SELECT count(*) FROM stored_history").fetchone()
+    except duckdb.Error as exc:
+        if "No files found" not in str(exc) and "No such file" not in str(exc):
+            raise HistoryError(f"cannot read the history in {store.url}: {str(exc).splitlines()[0]}") from exc
+        raise HistoryError(
+            f"no history of {where} in {store.url}: its tables were not aggregated by this pvbench"
+            f" (run `pvbench aggregate --store {store.url}"
+            + (f" --campaign {campaign}" if campaign else "")
+            + "` first)"
+        ) from exc
+
+
+def class_history(
+    store: Store,
+    storage_class: str,
+    campaign: str | None = None,
+    workload: str | None = None,
+    metric: str | None = None,
+    settings: HistorySettings = HistorySettings(),
+) -> ClassHistory:
+    """The class's series (its headline metrics; only ``workload``/``metric`` if given), judged.
+    The events are the class's, whichever workload their runs measured."""
+    con = connect()
+    try:
+        _read(con, store, campaign)
+        classes = [r[0] for r in con.execute("SELECT DISTINCT storage_class FROM stored_history ORDER BY 1").fetchall()]
+        found = [c for c in classes if _matches(c, storage_class)]
+        if not found:
+            raise HistoryError(
+                f"storage class {storage_class!r} has no history in {store.url}"
+                + (f" (campaign {campaign})" if campaign else "")
+                + f"; classes with one: {', '.join(classes) or 'none'}"
+            )
+        name = found[0]
+        series = load_series(con, "stored_history", "storage_class = ?", [name])
+        campaigns = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT campaign FROM stored_history WHERE storage_class = ? ORDER BY 1", [name]
+            ).fetchall()
+        ]
+    finally:
+        con.close()
+    events = class_events(series).get(name, [])
+    chosen = [s for s in series if _wanted(s, workload, metric)]
+    if not chosen:
+        have = sorted({f"{s.key[2]} ({s.key[4]})" for s in series})
+        raise HistoryError(
+            f"storage class {name!r} has no history of"
+            + (f" workload {workload!r}" if workload else "")
+            + (" and" if workload and metric else "")
+            + (f" metric {metric!r}" if metric else "")
+            + f"; it has: {', '.join(have)}"
+        )
+    return ClassHistory(name, campaigns, [judge(s, events, settings) for s in chosen])
+
+
+def _wanted(series: Series, workload: str | None, metric: str | None) -> bool:
+    _, _, series_workload, _, series_metric = series.key
+    return (workload is None or _matches(series_workload, workload)) and (metric is None or series_metric == metric)

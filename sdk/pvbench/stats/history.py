@@ -1,0 +1,497 @@
+"""The history of each headline metric of a storage class: its change points and drift, tied to
+the events that started runs (report_change_points, report_history, report_history_banner;
+`pvbench history`).
+
+A series is one storage class × profile × workload × direction × headline metric, its points the
+occasion means of occasion_history in the order they ran (every campaign read together makes one
+series). Each series with at least 2 · min_size occasions is judged by
+pvbench.stats.changepoints.detect_changes (steps, their size with an interval and their
+permutation p; drift); shorter ones are listed, not judged (``judged``, ``judged_note``). A
+change point is attributed to the events of the class (runs labelled with a change: a CSI
+driver's image, a changed StorageClass, a CI webhook, a candidate run) that started after its
+last occasion at the old level and no later than its first at the new one (changepoints.attribute).
+
+A change point is ``new_in_latest_run`` when the latest run's occasions completed its new level:
+before them the level had fewer than min_size occasions, too few for the change to be found, so
+this is the first report that can show it. The overview's banner
+(analytics/after/report_history_banner.sql) lists those.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from pvbench.analytics.models import analytics_dir
+from pvbench.analytics.runner import Overlapped
+from pvbench.analytics.tables import insert_rows
+from pvbench.stats.changepoints import ChangePoint, History, Occasion, attribute, detect_changes
+
+SERIES_KEY = ("storage_class", "profile", "workload", "direction", "metric")
+# the columns of occasion_history a series reads: each point's, in its order
+POINT_COLUMNS = (
+    "campaign",
+    "run",
+    "occasion",
+    "occasion_started_at",
+    "run_started_at",
+    "n",
+    "mean",
+    "ci95_low",
+    "ci95_high",
+    "role",
+    "trigger",
+    "event",
+)
+HISTORY_SOURCE = "occasion_history"
+BANNER_SQL = "after/report_history_banner.sql"
+
+_SERIES_COLUMNS = [
+    *((name, "VARCHAR") for name in SERIES_KEY),
+    ("workload_title", "VARCHAR"),
+    ("unit", "VARCHAR"),
+    ("better", "VARCHAR"),
+]
+# report_change_points: one row per change point of a judged series
+CHANGE_POINT_COLUMNS = [
+    *_SERIES_COLUMNS,
+    ("change_index", "INTEGER"),  # the first occasion at the new level, 1 = the series' first
+    ("campaign", "VARCHAR"),  # that occasion's campaign, run and occasion
+    ("run", "VARCHAR"),
+    ("occasion", "VARCHAR"),
+    ("changed_at", "TIMESTAMP WITH TIME ZONE"),  # when it ran: the change happened in (changed_after, changed_at]
+    ("changed_after", "TIMESTAMP WITH TIME ZONE"),  # the last occasion at the old level
+    ("run_before", "VARCHAR"),
+    ("occasions_before", "INTEGER"),  # in the level before (back to the previous change point)
+    ("occasions_after", "INTEGER"),
+    ("mean_before", "DOUBLE"),  # geometric means of the two levels, in the metric's unit
+    ("mean_after", "DOUBLE"),
+    ("change_pct", "DOUBLE"),  # 100 · (mean_after / mean_before − 1)
+    ("change_pct_ci95_low", "DOUBLE"),
+    ("change_pct_ci95_high", "DOUBLE"),
+    ("p_value", "DOUBLE"),  # permutation p of a change between the neighbouring change points
+    ("change_label", "VARCHAR"),  # "−18.2% [−21.0%, −15.3%], p 0.001"
+    ("kind", "VARCHAR"),  # step, or "step or drift": a straight line fits its levels almost as well
+    ("verdict", "VARCHAR"),  # worse or better, knowing which way is better for the metric
+    ("events", "VARCHAR"),  # the attributed events, "; "-separated; null: attributed to none
+    ("event_runs", "VARCHAR"),
+    ("latest_run", "VARCHAR"),  # the series' latest run
+    ("new_in_latest_run", "BOOLEAN"),  # the latest run completed its new level (too short before it)
+    ("summary", "VARCHAR"),  # one line: "−18.2% … from 2026-11-14, after CSI driver image v1.2 → v1.3"
+]
+# report_history: one row per occasion of every series, for the charts; the series' verdict repeated
+HISTORY_COLUMNS = [
+    *_SERIES_COLUMNS,
+    ("occasion_index", "INTEGER"),  # 1 = the series' first occasion
+    ("campaign", "VARCHAR"),
+    ("run", "VARCHAR"),
+    ("occasion", "VARCHAR"),
+    ("occasion_started_at", "TIMESTAMP WITH TIME ZONE"),
+    ("n", "BIGINT"),
+    ("mean", "DOUBLE"),  # the occasion mean, with the 95% interval of its repetitions
+    ("ci95_low", "DOUBLE"),
+    ("ci95_high", "DOUBLE"),
+    ("role", "VARCHAR"),
+    ("trigger", "VARCHAR"),
+    ("event", "VARCHAR"),  # on a run's first occasion in the series: the change it followed (a rule on the chart)
+    ("event_at_occasion_index", "DOUBLE"),  # where the rule goes: between the occasion before and this one
+    ("segment", "INTEGER"),  # 1, 2, …: the levels between change points
+    ("level", "DOUBLE"),  # the segment's geometric mean (null where a mean is ≤ 0)
+    ("is_change_point", "BOOLEAN"),  # the first occasion at a new level
+    ("change_label", "VARCHAR"),  # on that occasion: "−18.2% [−21.0%, −15.3%], p 0.001"
+    ("n_occasions", "INTEGER"),
+    ("judged", "BOOLEAN"),  # enough occasions (2 · min_size) and positive means: change points were looked for
+    ("judged_note", "VARCHAR"),
+    ("n_change_points", "INTEGER"),
+    ("current_level", "DOUBLE"),
+    ("previous_level", "DOUBLE"),  # the level before the last change point (null: none)
+    ("current_change_pct", "DOUBLE"),  # the last change point's change
+    ("drifting", "BOOLEAN"),  # Mann-Kendall p < drift_alpha after the clear steps' levels are removed
+    ("drift_pct_per_occasion", "DOUBLE"),  # Theil-Sen slope
+    ("drift_pct_ci95_low", "DOUBLE"),
+    ("drift_pct_ci95_high", "DOUBLE"),
+    ("drift_p_value", "DOUBLE"),
+    ("noise_pct", "DOUBLE"),  # the robust day-to-day sd of the log occasion means, as a %
+    ("series_summary", "VARCHAR"),
+]
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    """detect_changes' settings, as it is calibrated (pvbench_lab.changepoint_calibration)."""
+
+    alpha: float = 0.05
+    drift_alpha: float = 0.05
+    min_size: int = 3  # the fewest occasions a level needs
+    permutations: int = 999
+    seed: int = 0
+
+    @property
+    def min_occasions(self) -> int:
+        return 2 * self.min_size
+
+
+@dataclass
+class Series:
+    """One series' points in the order they ran (occasion_history's columns, one list each;
+    times as epoch seconds, None where not recorded)."""
+
+    key: tuple  # SERIES_KEY's values
+    workload_title: str | None
+    unit: str | None
+    better: str | None
+    points: dict[str, list] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.points["mean"])
+
+    @property
+    def storage_class(self) -> str:
+        return self.key[0]
+
+    def label(self) -> str:
+        """'Random write IOPS — write (iops)'."""
+        return f"{self.workload_title or self.key[2]} — {self.key[3]} ({self.key[4]})"
+
+    def runs(self) -> list[tuple[str, str]]:
+        return list(zip(self.points["campaign"], self.points["run"]))
+
+
+@dataclass(frozen=True)
+class Event:
+    at: float | None  # epoch of the run's first start
+    label: str
+    campaign: str
+    run: str
+
+
+@dataclass
+class Judged:
+    """A series with its verdict: History (None when not judged), why not, each change point's
+    attributed events and whether the latest run completed its new level."""
+
+    series: Series
+    judged: bool
+    note: str
+    history: History | None
+    events: list[tuple[Event, ...]] = field(default_factory=list)  # per change point
+    new: list[bool] = field(default_factory=list)  # per change point
+
+    @property
+    def change_points(self) -> tuple[ChangePoint, ...]:
+        return self.history.change_points if self.history else ()
+
+    def bounds(self) -> list[int]:
+        return [0, *(c.index for c in self.change_points), len(self.series)]
+
+    def levels(self) -> list[float | None]:
+        """Each segment's geometric mean (None where a mean is ≤ 0)."""
+        means = np.asarray(self.series.points["mean"], dtype=float)
+        out = []
+        for a, b in zip(self.bounds(), self.bounds()[1:]):
+            part = means[a:b]
+            out.append(float(np.exp(np.log(part).mean())) if part.size and np.all(part > 0) else None)
+        return out
+
+
+# ------------------------------------------------------------------ reading
+
+
+def load_series(con, source: str = HISTORY_SOURCE, where: str = "", params: Iterable = ()) -> list[Series]:
+    """The series of ``source`` (occasion_history's columns; e.g. several campaigns' tables read
+    together), each point once (a campaign aggregated alone and with others holds its occasions
+    twice), in the order they ran: by start (not recorded: last), campaign, run, occasion."""
+    key = ", ".join(SERIES_KEY)
+    cursor = con.cursor()  # its own: the connection may be another thread's
+    try:
+        rows = cursor.execute(
+            f"""select {key}, workload_title, unit, better, campaign, run, occasion,
+                epoch(occasion_started_at) as occasion_started_at, epoch(run_started_at) as run_started_at,
+                n, mean, ci95_low, ci95_high, role, trigger, event
+            from {source}
+            {f"where {where}" if where else ""}
+            qualify row_number() over (partition by {key}, campaign, run, occasion order by n desc) = 1
+            order by {key}, occasion_started_at nulls last, campaign, run, occasion""",
+            list(params),
+        ).fetchnumpy()
+    finally:
+        cursor.close()
+    columns = {name: _plain(values) for name, values in rows.items()}
+    total = len(columns["mean"])
+    series, start = [], 0
+    keys = list(zip(*(columns[k] for k in SERIES_KEY)))
+    for end in range(1, total + 1):
+        if end == total or keys[end] != keys[start]:
+            series.append(
+                Series(
+                    key=keys[start],
+                    workload_title=columns["workload_title"][start],
+                    unit=columns["unit"][start],
+                    better=columns["better"][start],
+                    points={name: columns[name][start:end] for name in POINT_COLUMNS},
+                )
+            )
+            start = end
+    return series
+
+
+def _plain(values) -> list:
+    """A fetched column as a list, nulls (masked, NaN times) as None."""
+    if isinstance(values, np.ma.MaskedArray):
+        return [None if masked else v for v, masked in zip(values.data.tolist(), np.ma.getmaskarray(values).tolist())]
+    return values.tolist()
+
+
+def class_events(series: Iterable[Series]) -> dict[str, list[Event]]:
+    """Each storage class's events: the runs of it whose labels name a change, once each."""
+    found: dict[str, dict[tuple[str, str], Event]] = {}
+    for s in series:
+        p = s.points
+        for campaign, run, at, event in zip(p["campaign"], p["run"], p["run_started_at"], p["event"]):
+            if event is not None:
+                found.setdefault(s.storage_class, {}).setdefault((campaign, run), Event(at, event, campaign, run))
+    return {sc: sorted(events.values(), key=lambda e: (e.at is None, e.at or 0.0)) for sc, events in found.items()}
+
+
+# ------------------------------------------------------------------ judging
+
+
+def judge(series: Series, events: list[Event], settings: HistorySettings = HistorySettings()) -> Judged:
+    """The series' change points and drift (if it has enough positive occasion means), each
+    change point's events and whether the latest run completed its new level."""
+    means = series.points["mean"]
+    n = len(means)
+    if n < settings.min_occasions:
+        note = f"{n} occasion{'s' if n != 1 else ''}: change points need at least {settings.min_occasions}"
+        return Judged(series, False, note, None)
+    if not all(m is not None and math.isfinite(m) and m > 0 for m in means):
+        return Judged(series, False, "a mean ≤ 0: changes are measured as ratios", None)
+    history = _detect(series, settings)
+    judged = Judged(series, True, f"judged on {n} occasions", history)
+    if history.change_points:
+        labelled = [(e.at, e) for e in events if e.at is not None]
+        judged.events = [
+            tuple(e for _, e in attribute(c, labelled)) if c.time is not None and c.time_before is not None else ()
+            for c in history.change_points
+        ]
+        judged.new = _revealed_by_latest_run(series, history, settings)
+    return judged
+
+
+def _detect(series: Series, settings: HistorySettings) -> History:
+    p = series.points
+    occasions = [
+        Occasion(
+            p["occasion_started_at"][i],
+            p["mean"][i],
+            (p["ci95_low"][i], p["ci95_high"][i]) if p["ci95_low"][i] is not None else None,
+            p["n"][i],
+        )
+        for i in range(len(series))
+    ]
+    return detect_changes(
+        occasions,
+        alpha=settings.alpha,
+        drift_alpha=settings.drift_alpha,
+        min_size=settings.min_size,
+        permutations=settings.permutations,
+        seed=settings.seed,
+    )
+
+
+def _revealed_by_latest_run(series: Series, history: History, settings: HistorySettings) -> list[bool]:
+    """Per change point: whether the latest run's occasions completed its new level, which before
+    them had fewer than min_size occasions, too few for a change to be found there. (Not judging
+    the series again without them: that doubled the cost of every series with a change point, in
+    every aggregation after it, for the rare change that only a longer level makes significant.)"""
+    runs = series.runs()
+    latest = sum(1 for run in runs if run == runs[-1])
+    before = len(runs) - latest
+    return [before - c.index < settings.min_size for c in history.change_points]
+
+
+def judge_all(series: list[Series], settings: HistorySettings = HistorySettings()) -> list[Judged]:
+    events = class_events(series)
+    return [judge(s, events.get(s.storage_class, []), settings) for s in series]
+
+
+# ------------------------------------------------------------------ the tables
+
+
+def _when(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def _day(epoch: float | None) -> str:
+    return "an unrecorded time" if epoch is None else _when(epoch).strftime("%Y-%m-%d")
+
+
+def signed_pct(x: float, digits: int = 1) -> str:
+    """+12.3% / −12.3% (a true minus sign, as the report writes it)."""
+    return f"{x:+.{digits}f}%".replace("-", "−")
+
+
+def change_label(c: ChangePoint) -> str:
+    low, high = c.change_pct_ci95
+    return f"{signed_pct(c.change_pct)} [{signed_pct(low)}, {signed_pct(high)}], p {c.p_value:.3g}"
+
+
+def verdict(c: ChangePoint, better: str | None) -> str:
+    up = c.change_pct > 0
+    return "better" if up == (better != "lower") else "worse"
+
+
+def events_text(events: tuple[Event, ...]) -> str | None:
+    return "; ".join(e.label for e in events) or None
+
+
+def change_summary(j: Judged, i: int) -> str:
+    """'−18.2% [−21.0%, −15.3%] Random write IOPS — write (iops) from 2026-11-14, after CSI driver
+    image v1.2 → v1.3' (or 'no event recorded since 2026-11-13')."""
+    c = j.change_points[i]
+    events = events_text(j.events[i])
+    why = f"after {events}" if events else f"no event recorded since {_day(c.time_before)}"
+    kind = "" if c.kind == "step" else f" ({c.kind})"
+    return f"{change_label(c)}{kind}: {j.series.label()} from {_day(c.time)}, {why}"
+
+
+def series_summary(j: Judged) -> str:
+    s = j.series
+    if not j.judged:
+        return f"not judged: {j.note}"
+    levels = j.levels()
+    parts = []
+    count = len(j.change_points)
+    if count:
+        last = j.change_points[-1]
+        parts.append(f"{count} change point{'s' if count > 1 else ''}")
+        parts.append(
+            f"current level {levels[-1]:,.4g} {s.unit or ''} since {_day(last.time)}, "
+            f"{signed_pct(last.change_pct)} against the level before"
+        )
+    else:
+        parts.append("no change point")
+    drift = j.history.drift
+    if drift is not None:
+        parts.append(
+            f"drifting {signed_pct(drift.slope_pct_per_occasion, 2)} per occasion (p {drift.p_value:.2g})"
+            if drift.drifting
+            else f"no drift (p {drift.p_value:.2g})"
+        )
+    return "; ".join(parts)
+
+
+def change_point_rows(judged: list[Judged]) -> Iterator[dict]:
+    for j in judged:
+        s, p = j.series, j.series.points
+        for i, c in enumerate(j.change_points):
+            low, high = c.change_pct_ci95
+            yield {
+                **dict(zip(SERIES_KEY, s.key)),
+                "workload_title": s.workload_title,
+                "unit": s.unit,
+                "better": s.better,
+                "change_index": c.index + 1,
+                "campaign": p["campaign"][c.index],
+                "run": p["run"][c.index],
+                "occasion": p["occasion"][c.index],
+                "changed_at": _when(c.time),
+                "changed_after": _when(c.time_before),
+                "run_before": p["run"][c.index - 1],
+                "occasions_before": c.occasions_before,
+                "occasions_after": c.occasions_after,
+                "mean_before": c.mean_before,
+                "mean_after": c.mean_after,
+                "change_pct": c.change_pct,
+                "change_pct_ci95_low": low,
+                "change_pct_ci95_high": high,
+                "p_value": c.p_value,
+                "change_label": change_label(c),
+                "kind": c.kind,
+                "verdict": verdict(c, s.better),
+                "events": events_text(j.events[i]),
+                "event_runs": ", ".join(e.run for e in j.events[i]) or None,
+                "latest_run": p["run"][-1],
+                "new_in_latest_run": j.new[i],
+                "summary": change_summary(j, i),
+            }
+
+
+def history_rows(judged: list[Judged]) -> Iterator[dict]:
+    for j in judged:
+        s, p = j.series, j.series.points
+        levels, bounds = j.levels(), j.bounds()
+        changes = {c.index: c for c in j.change_points}
+        drift = j.history.drift if j.history else None
+        series = {
+            **dict(zip(SERIES_KEY, s.key)),
+            "workload_title": s.workload_title,
+            "unit": s.unit,
+            "better": s.better,
+            "n_occasions": len(s),
+            "judged": j.judged,
+            "judged_note": j.note,
+            "n_change_points": len(changes),
+            "current_level": levels[-1],
+            "previous_level": levels[-2] if len(levels) > 1 else None,
+            "current_change_pct": j.change_points[-1].change_pct if changes else None,
+            "drifting": drift.drifting if drift else None,
+            "drift_pct_per_occasion": drift.slope_pct_per_occasion if drift else None,
+            "drift_pct_ci95_low": drift.slope_pct_ci95[0] if drift else None,
+            "drift_pct_ci95_high": drift.slope_pct_ci95[1] if drift else None,
+            "drift_p_value": drift.p_value if drift else None,
+            "noise_pct": 100 * math.expm1(j.history.noise_sd_log) if j.history else None,
+            "series_summary": series_summary(j),
+        }
+        segment = 0
+        runs = s.runs()
+        for i in range(len(s)):
+            while i >= bounds[segment + 1]:
+                segment += 1
+            first_of_run = i == 0 or runs[i] != runs[i - 1]
+            yield {
+                **series,
+                "occasion_index": i + 1,
+                "campaign": p["campaign"][i],
+                "run": p["run"][i],
+                "occasion": p["occasion"][i],
+                "occasion_started_at": _when(p["occasion_started_at"][i]),
+                "n": p["n"][i],
+                "mean": p["mean"][i],
+                "ci95_low": p["ci95_low"][i],
+                "ci95_high": p["ci95_high"][i],
+                "role": p["role"][i],
+                "trigger": p["trigger"][i],
+                "event": p["event"][i] if first_of_run else None,
+                "event_at_occasion_index": i + 0.5 if first_of_run and p["event"][i] is not None else None,
+                "segment": segment + 1,
+                "level": levels[segment],
+                "is_change_point": i in changes,
+                "change_label": change_label(changes[i]) if i in changes else None,
+            }
+
+
+def banner_sql() -> str:
+    return (analytics_dir() / BANNER_SQL).read_text()
+
+
+def _finish(con, judged: list[Judged]) -> None:
+    insert_rows(con, "report_change_points", dict(CHANGE_POINT_COLUMNS), change_point_rows(judged))
+    insert_rows(con, "report_history", dict(HISTORY_COLUMNS), history_rows(judged))
+    con.execute(f"CREATE OR REPLACE TABLE report_history_banner AS\n{banner_sql()}")
+
+
+# The tables as a step of the campaign's models (as report_comparisons): the series read and judged
+# in a thread as soon as occasion_history is made, beside the models that follow; written once they
+# have (report_history_banner, SQL over report_change_points, after them).
+REPORT_HISTORY = Overlapped(
+    needs=HISTORY_SOURCE,
+    compute=lambda con: judge_all(load_series(con)),
+    finish=_finish,
+)
+# the tables the step writes (pvbench.pipeline.tables.PYTHON_TABLES)
+HISTORY_TABLES = ("report_change_points", "report_history", "report_history_banner")
