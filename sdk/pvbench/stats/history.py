@@ -30,6 +30,7 @@ from pvbench.analytics.models import analytics_dir
 from pvbench.analytics.runner import Overlapped
 from pvbench.analytics.tables import insert_rows
 from pvbench.stats.changepoints import ChangePoint, History, Occasion, attribute, detect_changes
+from pvbench.stats.compare import BETTER, WORSE
 
 SERIES_KEY = ("storage_class", "profile", "workload", "direction", "metric")
 # the columns of occasion_history a series reads: each point's, in its order
@@ -342,7 +343,7 @@ def change_label(c: ChangePoint) -> str:
 
 def verdict(c: ChangePoint, better: str | None) -> str:
     up = c.change_pct > 0
-    return "better" if up == (better != "lower") else "worse"
+    return BETTER if up == (better != "lower") else WORSE
 
 
 def events_text(events: tuple[Event, ...]) -> str | None:
