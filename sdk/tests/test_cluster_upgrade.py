@@ -12,6 +12,10 @@ pvbench.testing.qos_driver); fio's options never change, the storage does.
               -> `pvbench compare role=baseline role=candidate` exits 1 (the upgrade gate)
     retag     2.0 -> 2.0.1, the same driver; the Sensor starts another candidate run
               -> against the run before it: no metric worse, `pvbench compare` exits 0
+    later     2 nightly runs (trigger cron): the class's history is 4 occasions at each level
+              -> the history's change point is at the upgrade's run, worse, attributed to the
+                 driver's image change 1.0 -> 2.0 (not to the retag after it);
+                 `pvbench history` prints it
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from pvbench.testing.cluster import (
 )
 from pvbench.testing.minio import free_port
 from pvbench.testing.qos_driver import cgroups, device_of, limit
-from pvbench.testing.upgrade import MEDIUM, baseline_runs, image, roll_out
+from pvbench.testing.upgrade import BASELINE_OCCASIONS, MEDIUM, baseline_runs, image, later_runs, roll_out
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -104,12 +108,28 @@ def compare(baseline: str, candidate: str) -> tuple[int, list[dict]]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def comparisons() -> list[dict]:
+def campaign_table(name: str) -> list[dict]:
+    """The class's rows of a table the campaign's last aggregation (an exit handler's) stored."""
     import pyarrow.parquet as pq
 
-    key = f"{analytics_prefix(CAMPAIGN)}/report_comparisons.parquet"
-    data = pod_minio().client().get_object(BUCKET, key).read()
+    data = pod_minio().client().get_object(BUCKET, f"{analytics_prefix(CAMPAIGN)}/{name}.parquet").read()
     return [r for r in pq.read_table(io.BytesIO(data)).to_pylist() if r["storage_class"] == QOS_CLASS]
+
+
+def comparisons() -> list[dict]:
+    return campaign_table("report_comparisons")
+
+
+def pvbench_history(*args: str) -> str:
+    proc = subprocess.run(
+        [PVBENCH_SCRIPT, "history", "--store", STORE, "--storage-class", QOS_CLASS, *args],
+        capture_output=True,
+        text=True,
+        env={**pod_minio().env, "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
 
 
 def overview_text(out_dir) -> str:
@@ -161,6 +181,12 @@ def scenario(tmp_path_factory):
     seen["retag"] = retag["metadata"]["name"]
     seen["retag_gate"] = compare(f"run={seen['upgrade']}", f"run={seen['retag']}")
     seen["retag_comparisons"] = comparisons()
+    for name in later_runs():
+        wf = wait_workflow(name, timeout=1500)
+        assert wf["status"]["phase"] == "Succeeded", describe(wf)
+    seen["change_points"] = campaign_table("report_change_points")
+    seen["history"] = campaign_table("report_history")
+    seen["history_cli"] = pvbench_history("--workload", "randwrite-iops")
     yield seen
     # the driver goes; its limit leaves the pods that are left (new pods never get it)
     k = require_kube()
@@ -204,3 +230,28 @@ def test_a_retag_that_changes_nothing_is_not_called_worse(scenario):
     # and against the baseline, the class is still as slow as after the upgrade
     role = [r for r in scenario["retag_comparisons"] if r["kind"] == "role" and r["workload"] in WRITES]
     assert {r["verdict"] for r in role} == {"worse"}, role
+
+
+def test_the_history_finds_the_step_at_the_upgrade_and_blames_the_drivers_change(scenario):
+    # the write tests' series (the volume lifecycle's pod start times have a series too: they
+    # move with the node's load, not with the driver, and are not asserted)
+    history = [r for r in scenario["history"] if r["workload"] in WRITES]
+    series = {(r["workload"], r["direction"], r["metric"], r["n_occasions"], r["judged"]) for r in history}
+    assert {(w, n, judged) for w, _, _, n, judged in series} == {(w, 2 * BASELINE_OCCASIONS, True) for w in WRITES}, (
+        series
+    )
+    assert {r["node_selection"] for r in history} == {"kubernetes.io/arch=amd64"}, history
+    points = [p for p in scenario["change_points"] if p["workload"] in WRITES]
+    # one change point in each write series, at the upgrade's run (the retag's candidate and the
+    # nightly runs after it measure the same limited device)
+    assert sorted((p["workload"], p["run"], p["change_index"]) for p in points) == sorted(
+        (w, scenario["upgrade"], BASELINE_OCCASIONS + 1) for w in WRITES
+    ), (points, [(r["workload"], r["occasion_index"], r["run"], r["mean"]) for r in history])
+    assert {p["verdict"] for p in points} == {"worse"}, points
+    assert {p["event_runs"] for p in points} == {scenario["upgrade"]}, points
+    [iops] = [p for p in points if p["workload"] == "randwrite-iops" and p["metric"] == "iops"]
+    assert iops["change_pct"] < -50 and iops["change_pct_ci95_high"] < 0, iops
+    assert iops["events"].startswith("CSI driver image 1.0 → 2.0"), iops
+    # the CLI reads the stored tables and says the same
+    text = " ".join(scenario["history_cli"].split())
+    assert "change point −" in text and ", after CSI driver image 1.0 → 2.0" in text, text

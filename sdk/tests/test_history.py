@@ -28,7 +28,9 @@ CSI_CHANGE = {
 EVENT = "CSI driver image v1.2 → v1.3 (DaemonSet/kube-system/ebs-csi-node)"
 
 
-def nightly(nights: range, *, storage_class: str, campaign: str = "syn", step_at: int | None = None) -> list:
+def nightly(
+    nights: range, *, storage_class: str, campaign: str = "syn", step_at: int | None = None, nodes: str | None = None
+) -> list:
     """One run a night (one occasion, 3 repetitions) of randread-iops at ~1000 IOPS; from night
     ``step_at`` on 20% slower. The night-STEP_RUN run carries the CSI change's labels, every other
     run trigger=cron (no event)."""
@@ -36,11 +38,13 @@ def nightly(nights: range, *, storage_class: str, campaign: str = "syn", step_at
     for i in nights:
         level = 1000.0 * (0.8 if step_at is not None and i >= step_at else 1.0) * math.exp(WOBBLE[i % len(WOBBLE)])
         labels = CSI_CHANGE if i == STEP_RUN else {"trigger": "cron"}
+        if nodes:  # the run's node selection, as the WorkflowTemplate labels it
+            labels = {**labels, "node-selection": nodes}
         for rep in range(1, 4):
             docs.append(
                 doc(
                     campaign=campaign,
-                    run=f"night-{i:02d}",
+                    run=f"night-{i:02d}{'-' + nodes.split('=')[-1] if nodes else ''}",
                     occasion="night",
                     storage_class=storage_class,
                     rep=rep,
@@ -159,3 +163,63 @@ def test_history_command_prints_a_class_across_campaigns(tmp_path):
     assert "Traceback" not in unknown.stderr
     nothing = pvbench("history", "--store", tmp_path / "elsewhere", "--storage-class", "fast")
     assert nothing.returncode == 2 and "error: no history of any campaign" in nothing.stderr
+
+
+def test_a_campaigns_report_takes_in_the_history_the_other_campaigns_stored(tmp_path):
+    """February's aggregation reads January's stored occasion_history (not its results): its
+    report's history of 'fast' is the 12 nights, the step at the CSI change found there; January,
+    aggregated before February existed, has its 6 nights only. 'other' ran in January only: not
+    in February's report."""
+    write(
+        tmp_path,
+        nightly(range(6), storage_class="fast", campaign="jan")
+        + nightly(range(6), storage_class="other", campaign="jan")
+        + nightly(range(6, 12), storage_class="fast", campaign="feb", step_at=STEP_RUN),
+    )
+    store = open_store(str(tmp_path))
+    aggregate(store, "jan")
+    aggregate(store, "feb")
+    tables = tmp_path / "analytics"
+
+    def read(campaign: str, query: str) -> list[tuple]:
+        con = duckdb.connect()
+        for table in ("report_history", "report_change_points"):
+            path = tables / f"campaign={campaign}" / "run=all" / f"{table}.parquet"
+            # not hive-partitioned: the folders' campaign= would hide the rows' own
+            con.execute(f"create view {table} as select * from read_parquet('{path}', hive_partitioning = false)")
+        return con.execute(query).fetchall()
+
+    feb = read(
+        "feb",
+        "select storage_class, campaign, count(*), max(occasion_index) from report_history group by all order by 2",
+    )
+    assert feb == [("fast", "feb", 6, 12), ("fast", "jan", 6, 6)], feb
+    change = read("feb", "select campaign, run, change_index, verdict, events from report_change_points")
+    assert change == [("feb", "night-06", 7, "worse", EVENT)], change
+    jan = read("jan", "select storage_class, count(*) from report_history group by all order by 1")
+    assert jan == [("fast", 6), ("other", 6)], jan
+    # aggregated again, January reads February's stored occasions in turn
+    aggregate(store, "jan")
+    assert read("jan", "select count(*) from report_change_points") == [(1,)]
+
+
+def test_each_node_selection_is_a_series_of_its_own(tmp_path):
+    """Nightly runs of one class on two node pools: pool a steps down at the CSI change, pool b
+    stays flat; read as one series, the two would blur the step."""
+    write(
+        tmp_path,
+        nightly(range(12), storage_class="fast", step_at=STEP_RUN, nodes="pool=a")
+        + nightly(range(12), storage_class="fast", nodes="pool=b"),
+    )
+    store = open_store(str(tmp_path))
+    con = build_tables(store, "syn")
+    series = con.execute(
+        "select node_selection, count(*), max(n_change_points) from report_history group by all order by 1"
+    ).fetchall()
+    assert series == [("pool=a", 12, 1), ("pool=b", 12, 0)], series
+    [(nodes, run)] = con.execute("select node_selection, run from report_change_points").fetchall()
+    assert (nodes, run) == ("pool=a", "night-06-a")
+    aggregate(store, "syn")  # the stored tables `pvbench history` reads
+    done = pvbench("history", "--store", tmp_path, "--storage-class", "fast", env={**os.environ, "COLUMNS": "250"})
+    assert done.returncode == 0, done.stderr
+    assert "randread-iops — read (iops) on pool=a ·" in done.stdout and "(iops) on pool=b ·" in done.stdout

@@ -158,7 +158,11 @@ CELL_ARGS = [
     *TIMING_ARGS,
 ]
 LABEL_ARGS = [
-    arg
-    for name in ("role", "trigger", "old-image", "new-image", "changed")
-    for arg in ("--label", f"{name}={WF(name)}")
+    *(
+        arg
+        for name in ("role", "trigger", "old-image", "new-image", "changed")
+        for arg in ("--label", f"{name}={WF(name)}")
+    ),
+    # the nodes the run asked for: a class's history is one series per node selection
+    *("--label", f"node-selection={WF('node-label')}={WF('node-value')}"),
 ]

@@ -38,6 +38,9 @@ select
     nullif(id.labels['changed'], '')     as changed,
     nullif(id.labels['old-image'], '')   as old_image,
     nullif(id.labels['new-image'], '')   as new_image,
+    -- the nodes the run asked for (node-label=node-value; null in local mode): part of a history
+    -- series' identity
+    nullif(id.labels['node-selection'], '') as node_selection,
     wl.rw                                as rw,
     wl.bs                                as bs,
     wl.bs_bytes                          as bs_bytes,

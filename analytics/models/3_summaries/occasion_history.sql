@@ -4,16 +4,16 @@
 -- measured it says about itself: role, trigger (cron, manual, storageclass, csi-<driver>, ci) and
 -- the change it followed (old → new CSI driver image, the object that changed) — the events that
 -- pvbench.stats.history ties change points to, as ``event``, a readable line (null: no change).
--- A series is one workload of one class, whatever the campaign: aggregating several campaigns
--- together (or `pvbench history`, which merges the campaigns' tables) makes one history of them.
--- The node selection a run asked for is not in the results (only the node each result ran on:
--- nodes), so it cannot be part of a series' identity.
+-- A series is one workload of one class on one node selection (the run's node-label=node-value;
+-- null in local mode), whatever the campaign: a campaign's aggregation takes in the other
+-- campaigns' stored tables, and `pvbench history` merges them all (pvbench.stats.history).
 -- From the occasions' rows (occasion_measurements) and each run's labels (run_setup): no values.
 with run_labels as (
     -- one set of labels per run and class (every result of a run carries the run's labels)
     select
         campaign, run, storage_class,
-        max(trigger) as trigger, max(changed) as changed, max(old_image) as old_image, max(new_image) as new_image
+        max(trigger) as trigger, max(changed) as changed, max(old_image) as old_image, max(new_image) as new_image,
+        max(node_selection) as node_selection
     from run_setup
     group by all
 ),
@@ -35,7 +35,7 @@ images as (
 ),
 events as (
     select
-        campaign, run, storage_class, trigger, changed, old_image, new_image,
+        campaign, run, storage_class, trigger, changed, old_image, new_image, node_selection,
         case
             -- the same repository: only the tags ("CSI driver image v1.2 → v1.3")
             when new_image is not null and old_repository = new_repository and old_tag <> '' and new_tag <> ''
@@ -52,7 +52,7 @@ events as (
     from images
 )
 select
-    o.storage_class, o.profile, o.workload, o.workload_title, o.direction, o.metric, o.unit, o.better,
+    o.storage_class, e.node_selection, o.profile, o.workload, o.workload_title, o.direction, o.metric, o.unit, o.better,
     o.campaign, o.run, o.occasion,
     o.started_at as occasion_started_at,
     r.run_started_at,

@@ -1,6 +1,6 @@
 -- run_setup: what each run measured, and on what: one row per run × occasion × storage class ×
 -- workload × direction and each distinct setup its results recorded (provisioner, filesystem,
--- node, versions, timing, the run's labels: trigger, changed, old_image → new_image), with how many
+-- node, versions, timing, the run's labels: trigger, changed, old_image → new_image, node_selection), with how many
 -- results and rows that is, the cell order recorded, and when the first and the last of them started.
 -- Per run: made when the run is compacted (one of the compact's tables), so the pages that describe
 -- the campaign's setup and design (report_storage_classes, report_methodology) read a few hundred
@@ -19,7 +19,7 @@ select
     coalesce(node, host) as node,  -- the node in a cluster, the host in local mode
     source, platform, seed, pvbench_version, fio_version, kernel, kubernetes_version,
     ramp_s, runtime_s, size_bytes,
-    trigger, changed, old_image, new_image,
+    trigger, changed, old_image, new_image, node_selection,
     count(*) as n_rows,
     count(*) filter (where first_of_result) as n_results,
     count(cell_order) as n_ordered,

@@ -61,7 +61,7 @@ def history_cmd(
     for j in found.judged:
         s, p = j.series, j.series.points
         console.print()
-        console.print(f"[bold]{s.label()}[/] · {s.key[1]} · {len(s)} occasions · unit {s.unit}", soft_wrap=True)
+        console.print(f"[bold]{s.label()}[/] · {s['profile']} · {len(s)} occasions · unit {s.unit}", soft_wrap=True)
         changes = {c.index: c for c in j.change_points}
         levels, bounds = j.levels(), j.bounds()
         table = Table("#", "started", "campaign / run / occasion", "mean", "95% CI", "n", "level", "change", "event")

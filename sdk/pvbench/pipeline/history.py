@@ -12,9 +12,18 @@ import duckdb
 from pvbench.analytics.connection import connect
 from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import AnalyticsError, sql_literal
-from pvbench.stats.history import HISTORY_SOURCE, HistorySettings, Judged, Series, class_events, judge, load_series
+from pvbench.stats.history import (
+    HISTORY_SOURCE,
+    SERIES_KEY,
+    HistorySettings,
+    Judged,
+    Series,
+    class_events,
+    judge,
+    load_series,
+)
 from pvbench.store import Store
-from pvbench.store.layout import ANALYTICS_ROOT, analytics_prefix, slug
+from pvbench.store.layout import analytics_prefix, campaigns_table_glob, slug
 
 
 class HistoryError(AnalyticsError):
@@ -39,14 +48,15 @@ def _read(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None) ->
         key = f"{analytics_prefix(campaign)}/{HISTORY_SOURCE}.parquet"
         where = f"campaign {campaign!r}"
     else:
-        key = f"{ANALYTICS_ROOT}/campaign=*/run=all/{HISTORY_SOURCE}.parquet"
+        key = campaigns_table_glob(HISTORY_SOURCE)
         where = "any campaign"
     path = sql_literal(readable(con, store, key))  # a view takes no parameters
     try:
-        con.execute(
-            f"CREATE OR REPLACE VIEW stored_history AS SELECT * FROM read_parquet({path}, union_by_name = true, hive_partitioning = false)"
-        )
-        con.execute("SELECT count(*) FROM stored_history").fetchone()
+        files = f"read_parquet({path}, union_by_name = true, hive_partitioning = false)"
+        have = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
+        # a table an older pvbench stored lacks the newer key columns: one series there
+        missing = "".join(f", NULL::VARCHAR AS {name}" for name in SERIES_KEY if name not in have)
+        con.execute(f"CREATE OR REPLACE VIEW stored_history AS SELECT *{missing} FROM {files}")
     except duckdb.Error as exc:
         if "No files found" not in str(exc) and "No such file" not in str(exc):
             raise HistoryError(f"cannot read the history in {store.url}: {str(exc).splitlines()[0]}") from exc
@@ -92,7 +102,7 @@ def class_history(
     events = class_events(series).get(name, [])
     chosen = [s for s in series if _wanted(s, workload, metric)]
     if not chosen:
-        have = sorted({f"{s.key[2]} ({s.key[4]})" for s in series})
+        have = sorted({f"{s['workload']} ({s['metric']})" for s in series})
         raise HistoryError(
             f"storage class {name!r} has no history of"
             + (f" workload {workload!r}" if workload else "")
@@ -104,5 +114,6 @@ def class_history(
 
 
 def _wanted(series: Series, workload: str | None, metric: str | None) -> bool:
-    _, _, series_workload, _, series_metric = series.key
-    return (workload is None or _matches(series_workload, workload)) and (metric is None or series_metric == metric)
+    return (workload is None or _matches(series["workload"], workload)) and (
+        metric is None or series["metric"] == metric
+    )

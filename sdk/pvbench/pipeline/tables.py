@@ -11,15 +11,16 @@ import duckdb
 
 from pvbench.analytics import outputs, runner
 from pvbench.analytics.inputs import check_keep_flagged
-from pvbench.analytics.tables import AnalyticsError
+from pvbench.analytics.resources import readable
+from pvbench.analytics.tables import AnalyticsError, sql_literal
 from pvbench.cells.guards import KEEP_FLAGGED_ENV, split_rules
 from pvbench.stats.functions import register_functions
-from pvbench.stats.history import HISTORY_TABLES, REPORT_HISTORY
+from pvbench.stats.history import HISTORY_SOURCE, HISTORY_TABLES, REPORT_HISTORY, history_step
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
 from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.stopping import deferred_signals
 from pvbench.store import Store
-from pvbench.store.layout import analytics_prefix
+from pvbench.store.layout import analytics_prefix, campaigns_table_glob
 from pvbench.store.locks import campaign_lock, ensure_held
 
 # Tables computed in Python over the models' tables (written as Parquet like the SQL ones): the
@@ -41,6 +42,29 @@ def _declarations(store: Store, limits: Path | str | None):
             raise AnalyticsError(str(exc)) from exc
 
     return step
+
+
+def _other_campaigns(store: Store):
+    """The history step's other campaigns: the occasion_history tables the store's other campaigns'
+    aggregations stored (their results are not read again), rows of this aggregation's classes
+    and of campaigns it did not just aggregate. None where the store has none."""
+
+    def relation(con: duckdb.DuckDBPyConnection) -> str | None:
+        files = sql_literal(readable(con, store, campaigns_table_glob(HISTORY_SOURCE)))
+        try:
+            con.execute(
+                f"""CREATE OR REPLACE VIEW stored_occasion_history AS
+                SELECT * FROM read_parquet({files}, union_by_name = true, hive_partitioning = false)
+                WHERE campaign NOT IN (SELECT DISTINCT campaign FROM {HISTORY_SOURCE})
+                  AND storage_class IN (SELECT DISTINCT storage_class FROM {HISTORY_SOURCE})"""
+            )
+        except duckdb.Error as exc:
+            if "No files found" in str(exc) or "No such file" in str(exc):
+                return None
+            raise AnalyticsError(f"cannot read the other campaigns' history in {store.url}: {exc}") from exc
+        return "stored_occasion_history"
+
+    return relation
 
 
 def table_schemas(root: Path | None = None) -> dict[str, dict[str, str]]:
@@ -95,13 +119,16 @@ def build_tables(
     # a thread while DuckDB reads the compacts (which releases the GIL), not when a model first
     # calls f_pvalue.
     threading.Thread(target=_import_scipy, daemon=True).start()
+    # a campaign's history takes in the other campaigns' (one run's report, or every campaign's
+    # aggregation together, reads no other)
+    history = history_step(_other_campaigns(store)) if campaign is not None and not only_run else REPORT_HISTORY
     return runner.build_tables(
         store,
         campaign,
         run,
         root,
         before=[_declarations(store, limits)],
-        after=PYTHON_STEPS if extras else (),
+        after=(REPORT_COMPARISONS, history) if extras else (),
         failures=failures,
         warn=warn,
         only_run=only_run,

@@ -134,16 +134,23 @@ def detect_changes(
     # series, most of a history's time), and its permutations stop once they show it flat; the
     # answer is the same as segmenting it first and drawing them all: the gate draws the first
     # permutations either way, and no later step draws any when it finds the series flat.
+    # Each window's p, once: the test of a change point depends on its window only (the change
+    # points either side), and pruning retests the candidates whose neighbours stayed; a series
+    # with one change point has the whole series as its window, the gate's own test.
+    tested: dict[tuple[int, int], float] = {}
     if n < 2 * min_size:
         bounds = [0, n]
-    elif _split_pvalue(y, min_size, permutations, rng, stop_above=alpha) > alpha:
-        bounds = [0, n]
     else:
-        bounds = _candidates(y, noise, penalty, min_size)
-    bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng)
+        gate = _split_pvalue(y, min_size, permutations, rng, stop_above=alpha)
+        if gate > alpha:  # (possibly stopped early: not a p to keep)
+            bounds = [0, n]
+        else:
+            tested[(0, n)] = gate  # every permutation drawn: the window's full test
+            bounds = _candidates(y, noise, penalty, min_size)
+    bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng, tested)
     bounds, ambiguous, explained = _merge_drifts(y, bounds, noise, penalty)
     if explained:  # the levels around the removed steps changed: retest what is left
-        bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng)
+        bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng, tested)
     # the drift is judged with only the clear steps' levels removed: removing an ambiguous
     # step's levels would flatten the very drift it may be part of
     clear_steps = [b for b in bounds if b not in ambiguous]
@@ -315,17 +322,21 @@ def _split_pvalue(window: np.ndarray, min_size: int, permutations: int, rng, sto
     return (1 + exceed) / (1 + permutations)
 
 
-def _window_pvalue(y, bounds, b, min_size, permutations, rng) -> float:
-    """The change point b's p: its window runs from the change point before to the one after."""
+def _window_pvalue(y, bounds, b, min_size, permutations, rng, tested: dict) -> float:
+    """The change point b's p: its window runs from the change point before to the one after
+    (each window tested once: ``tested``)."""
     i = bounds.index(b)
-    return _split_pvalue(y[bounds[i - 1] : bounds[i + 1]], min_size, permutations, rng)
+    window = (bounds[i - 1], bounds[i + 1])
+    if window not in tested:
+        tested[window] = _split_pvalue(y[window[0] : window[1]], min_size, permutations, rng)
+    return tested[window]
 
 
-def _prune(y, bounds, alpha, min_size, permutations, rng) -> tuple[list[int], dict[int, float]]:
+def _prune(y, bounds, alpha, min_size, permutations, rng, tested: dict) -> tuple[list[int], dict[int, float]]:
     """Drop the least significant candidate until all left have p ≤ alpha; p-values of the kept."""
     bounds = list(bounds)
     while len(bounds) > 2:
-        p = {b: _window_pvalue(y, bounds, b, min_size, permutations, rng) for b in bounds[1:-1]}
+        p = {b: _window_pvalue(y, bounds, b, min_size, permutations, rng, tested) for b in bounds[1:-1]}
         worst = max(p, key=p.get)
         if p[worst] <= alpha:
             return bounds, p

@@ -11,6 +11,11 @@ change point is attributed to the events of the class (runs labelled with a chan
 driver's image, a changed StorageClass, a CI webhook, a candidate run) that started after its
 last occasion at the old level and no later than its first at the new one (changepoints.attribute).
 
+The series' points are history_points (analytics/after/history_points.sql: each occasion once,
+numbered); report_history is SQL over them and the verdicts judged here (history_series, one row
+per series: analytics/after/report_history.sql), so the rows of a year of occasions are never
+built one by one in Python.
+
 A change point is ``new_in_latest_run`` when the latest run's occasions completed its new level:
 before them the level had fewer than min_size occasions, too few for the change to be found, so
 this is the first report that can show it. The overview's banner
@@ -22,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -32,7 +37,7 @@ from pvbench.analytics.tables import insert_rows
 from pvbench.stats.changepoints import ChangePoint, History, Occasion, attribute, detect_changes
 from pvbench.stats.compare import BETTER, WORSE
 
-SERIES_KEY = ("storage_class", "profile", "workload", "direction", "metric")
+SERIES_KEY = ("storage_class", "node_selection", "profile", "workload", "direction", "metric")
 # the columns of occasion_history a series reads: each point's, in its order
 POINT_COLUMNS = (
     "campaign",
@@ -49,6 +54,8 @@ POINT_COLUMNS = (
     "event",
 )
 HISTORY_SOURCE = "occasion_history"
+POINTS_SQL = "after/history_points.sql"
+REPORT_HISTORY_SQL = "after/report_history.sql"
 BANNER_SQL = "after/report_history_banner.sql"
 
 _SERIES_COLUMNS = [
@@ -84,26 +91,12 @@ CHANGE_POINT_COLUMNS = [
     ("new_in_latest_run", "BOOLEAN"),  # the latest run completed its new level (too short before it)
     ("summary", "VARCHAR"),  # one line: "−18.2% … from 2026-11-14, after CSI driver image v1.2 → v1.3"
 ]
-# report_history: one row per occasion of every series, for the charts; the series' verdict repeated
-HISTORY_COLUMNS = [
-    *_SERIES_COLUMNS,
-    ("occasion_index", "INTEGER"),  # 1 = the series' first occasion
-    ("campaign", "VARCHAR"),
-    ("run", "VARCHAR"),
-    ("occasion", "VARCHAR"),
-    ("occasion_started_at", "TIMESTAMP WITH TIME ZONE"),
-    ("n", "BIGINT"),
-    ("mean", "DOUBLE"),  # the occasion mean, with the 95% interval of its repetitions
-    ("ci95_low", "DOUBLE"),
-    ("ci95_high", "DOUBLE"),
-    ("role", "VARCHAR"),
-    ("trigger", "VARCHAR"),
-    ("event", "VARCHAR"),  # on a run's first occasion in the series: the change it followed (a rule on the chart)
-    ("event_at_occasion_index", "DOUBLE"),  # where the rule goes: between the occasion before and this one
-    ("segment", "INTEGER"),  # 1, 2, …: the levels between change points
-    ("level", "DOUBLE"),  # the segment's geometric mean (null where a mean is ≤ 0)
-    ("is_change_point", "BOOLEAN"),  # the first occasion at a new level
-    ("change_label", "VARCHAR"),  # on that occasion: "−18.2% [−21.0%, −15.3%], p 0.001"
+# history_series: one row per series (series_id: history_points'), its verdict; report_history.sql
+# puts it on every occasion of the series (an internal table, not written out)
+SERIES_VERDICT_COLUMNS = [
+    ("series_id", "BIGINT"),
+    ("change_indexes", "INTEGER[]"),  # the change points' first occasions at the new level (occasion_index)
+    ("change_labels", "VARCHAR[]"),  # their "−18.2% [−21.0%, −15.3%], p 0.001"
     ("n_occasions", "INTEGER"),
     ("judged", "BOOLEAN"),  # enough occasions (2 · min_size) and positive means: change points were looked for
     ("judged_note", "VARCHAR"),
@@ -142,6 +135,7 @@ class Series:
     times as epoch seconds, None where not recorded)."""
 
     key: tuple  # SERIES_KEY's values
+    series_id: int  # history_points' number of the series, in the query that read it
     workload_title: str | None
     unit: str | None
     better: str | None
@@ -150,13 +144,18 @@ class Series:
     def __len__(self) -> int:
         return len(self.points["mean"])
 
+    def __getitem__(self, name: str):
+        """A field of the key by its name: series["workload"]."""
+        return self.key[SERIES_KEY.index(name)]
+
     @property
     def storage_class(self) -> str:
-        return self.key[0]
+        return self["storage_class"]
 
     def label(self) -> str:
         """'Random write IOPS — write (iops)'."""
-        return f"{self.workload_title or self.key[2]} — {self.key[3]} ({self.key[4]})"
+        on = f" on {self['node_selection']}" if self["node_selection"] else ""
+        return f"{self.workload_title or self['workload']} — {self['direction']} ({self['metric']}){on}"
 
     def runs(self) -> list[tuple[str, str]]:
         return list(zip(self.points["campaign"], self.points["run"]))
@@ -202,21 +201,29 @@ class Judged:
 # ------------------------------------------------------------------ reading
 
 
+def points_sql(source: str) -> str:
+    """history_points.sql over ``source`` (a table, a view or a parenthesised query of
+    occasion_history's columns)."""
+    return (
+        (analytics_dir() / POINTS_SQL)
+        .read_text()
+        .replace("{source}", source)
+        .replace("{series_key}", ", ".join(SERIES_KEY))
+    )
+
+
 def load_series(con, source: str = HISTORY_SOURCE, where: str = "", params: Iterable = ()) -> list[Series]:
     """The series of ``source`` (occasion_history's columns; e.g. several campaigns' tables read
-    together), each point once (a campaign aggregated alone and with others holds its occasions
-    twice), in the order they ran: by start (not recorded: last), campaign, run, occasion."""
-    key = ", ".join(SERIES_KEY)
+    together): history_points' rows, in the order they ran."""
     cursor = con.cursor()  # its own: the connection may be another thread's
     try:
         rows = cursor.execute(
-            f"""select {key}, workload_title, unit, better, campaign, run, occasion,
+            f"""select series_id, {", ".join(SERIES_KEY)}, workload_title, unit, better, campaign, run, occasion,
                 epoch(occasion_started_at) as occasion_started_at, epoch(run_started_at) as run_started_at,
                 n, mean, ci95_low, ci95_high, role, trigger, event
-            from {source}
+            from ({points_sql(source)})
             {f"where {where}" if where else ""}
-            qualify row_number() over (partition by {key}, campaign, run, occasion order by n desc) = 1
-            order by {key}, occasion_started_at nulls last, campaign, run, occasion""",
+            order by series_id, occasion_index""",
             list(params),
         ).fetchnumpy()
     finally:
@@ -224,12 +231,13 @@ def load_series(con, source: str = HISTORY_SOURCE, where: str = "", params: Iter
     columns = {name: _plain(values) for name, values in rows.items()}
     total = len(columns["mean"])
     series, start = [], 0
-    keys = list(zip(*(columns[k] for k in SERIES_KEY)))
+    ids = columns["series_id"]
     for end in range(1, total + 1):
-        if end == total or keys[end] != keys[start]:
+        if end == total or ids[end] != ids[start]:
             series.append(
                 Series(
-                    key=keys[start],
+                    key=tuple(columns[k][start] for k in SERIES_KEY),
+                    series_id=ids[start],
                     workload_title=columns["workload_title"][start],
                     unit=columns["unit"][start],
                     better=columns["better"][start],
@@ -422,24 +430,22 @@ def change_point_rows(judged: list[Judged]) -> Iterator[dict]:
             }
 
 
-def history_rows(judged: list[Judged]) -> Iterator[dict]:
+def series_rows(judged: list[Judged]) -> Iterator[dict]:
+    """history_series: each series' verdict (report_history.sql spreads it over its occasions)."""
     for j in judged:
-        s, p = j.series, j.series.points
-        levels, bounds = j.levels(), j.bounds()
-        changes = {c.index: c for c in j.change_points}
+        levels = j.levels()
         drift = j.history.drift if j.history else None
-        series = {
-            **dict(zip(SERIES_KEY, s.key)),
-            "workload_title": s.workload_title,
-            "unit": s.unit,
-            "better": s.better,
-            "n_occasions": len(s),
+        yield {
+            "series_id": j.series.series_id,
+            "change_indexes": [c.index + 1 for c in j.change_points],
+            "change_labels": [change_label(c) for c in j.change_points],
+            "n_occasions": len(j.series),
             "judged": j.judged,
             "judged_note": j.note,
-            "n_change_points": len(changes),
+            "n_change_points": len(j.change_points),
             "current_level": levels[-1],
             "previous_level": levels[-2] if len(levels) > 1 else None,
-            "current_change_pct": j.change_points[-1].change_pct if changes else None,
+            "current_change_pct": j.change_points[-1].change_pct if j.change_points else None,
             "drifting": drift.drifting if drift else None,
             "drift_pct_per_occasion": drift.slope_pct_per_occasion if drift else None,
             "drift_pct_ci95_low": drift.slope_pct_ci95[0] if drift else None,
@@ -448,51 +454,46 @@ def history_rows(judged: list[Judged]) -> Iterator[dict]:
             "noise_pct": 100 * math.expm1(j.history.noise_sd_log) if j.history else None,
             "series_summary": series_summary(j),
         }
-        segment = 0
-        runs = s.runs()
-        for i in range(len(s)):
-            while i >= bounds[segment + 1]:
-                segment += 1
-            first_of_run = i == 0 or runs[i] != runs[i - 1]
-            yield {
-                **series,
-                "occasion_index": i + 1,
-                "campaign": p["campaign"][i],
-                "run": p["run"][i],
-                "occasion": p["occasion"][i],
-                "occasion_started_at": _when(p["occasion_started_at"][i]),
-                "n": p["n"][i],
-                "mean": p["mean"][i],
-                "ci95_low": p["ci95_low"][i],
-                "ci95_high": p["ci95_high"][i],
-                "role": p["role"][i],
-                "trigger": p["trigger"][i],
-                "event": p["event"][i] if first_of_run else None,
-                "event_at_occasion_index": i + 0.5 if first_of_run and p["event"][i] is not None else None,
-                "segment": segment + 1,
-                "level": levels[segment],
-                "is_change_point": i in changes,
-                "change_label": change_label(changes[i]) if i in changes else None,
-            }
 
 
-def banner_sql() -> str:
-    return (analytics_dir() / BANNER_SQL).read_text()
+def _after_sql(name: str) -> str:
+    return (analytics_dir() / name).read_text()
 
 
-def _finish(con, judged: list[Judged]) -> None:
-    insert_rows(con, "report_change_points", dict(CHANGE_POINT_COLUMNS), change_point_rows(judged))
-    insert_rows(con, "report_history", dict(HISTORY_COLUMNS), history_rows(judged))
-    con.execute(f"CREATE OR REPLACE TABLE report_history_banner AS\n{banner_sql()}")
+def history_step(other_campaigns: Callable[[Any], str | None] | None = None) -> Overlapped:
+    """The tables as a step of the campaign's models (as report_comparisons): the series read and
+    judged in a thread as soon as occasion_history is made, beside the models that follow; written
+    once they have (report_history and its banner: SQL over the judged tables, after them).
+
+    ``other_campaigns(cursor)``: makes a relation of occasion_history rows of the store's other
+    campaigns (their stored tables: no result is read again) and returns its name, or None; their
+    occasions of this campaign's classes join its series."""
+
+    def source(con) -> str:
+        other = other_campaigns(con) if other_campaigns else None
+        return (
+            HISTORY_SOURCE
+            if other is None
+            else f"(select * from {HISTORY_SOURCE} union all by name select * from {other})"
+        )
+
+    def compute(con) -> tuple[str, list[Judged]]:
+        read = source(con)
+        return read, judge_all(load_series(con, read))
+
+    def finish(con, computed: tuple[str, list[Judged]]) -> None:
+        read, judged = computed
+        insert_rows(con, "report_change_points", dict(CHANGE_POINT_COLUMNS), change_point_rows(judged))
+        insert_rows(con, "history_series", dict(SERIES_VERDICT_COLUMNS), series_rows(judged))
+        # the points as the judging read them (the same tables, the same numbering)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW history_points AS\n{points_sql(read)}")
+        con.execute(f"CREATE OR REPLACE TABLE report_history AS\n{_after_sql(REPORT_HISTORY_SQL)}")
+        con.execute(f"CREATE OR REPLACE TABLE report_history_banner AS\n{_after_sql(BANNER_SQL)}")
+
+    return Overlapped(needs=HISTORY_SOURCE, compute=compute, finish=finish)
 
 
-# The tables as a step of the campaign's models (as report_comparisons): the series read and judged
-# in a thread as soon as occasion_history is made, beside the models that follow; written once they
-# have (report_history_banner, SQL over report_change_points, after them).
-REPORT_HISTORY = Overlapped(
-    needs=HISTORY_SOURCE,
-    compute=lambda con: judge_all(load_series(con)),
-    finish=_finish,
-)
+# the step on this campaign's occasions only (the tables' schemas: pvbench.pipeline.tables)
+REPORT_HISTORY = history_step()
 # the tables the step writes (pvbench.pipeline.tables.PYTHON_TABLES)
 HISTORY_TABLES = ("report_change_points", "report_history", "report_history_banner")

@@ -226,6 +226,11 @@ def analytics_prefix(campaign: str, run: str | None = None) -> str:
     return f"{ANALYTICS_ROOT}/{_segment(CAMPAIGN, campaign)}/{_segment(RUN, run or ALL_RUNS)}"
 
 
+def campaigns_table_glob(table: str) -> str:
+    """Every campaign's stored table ``table`` (analytics_prefix(c)/table.parquet), as a glob."""
+    return f"{ANALYTICS_ROOT}/{CAMPAIGN}=*/{RUN}={ALL_RUNS}/{table}.parquet"
+
+
 def report_prefix(campaign: str, run: str | None = None) -> str:
     """Where the built report site of a campaign (or one run) goes: beside its tables."""
     return f"{analytics_prefix(campaign, run)}/{REPORT_DIR}"
