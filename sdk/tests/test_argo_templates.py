@@ -205,8 +205,8 @@ def test_fan_out_items_carry_the_cells_inputs():
 def test_artifact_keys_come_from_the_layout():
     tpl = templates_by_name(benchmark_template())
     campaign, run = "{{=lower(workflow.parameters.campaign)}}", "{{workflow.name}}"
-    [results, compacts] = tpl["aggregate"]["inputs"]["artifacts"]
-    [tables, compact] = tpl["aggregate"]["outputs"]["artifacts"]
+    [results, compacts, histories] = tpl["aggregate"]["inputs"]["artifacts"]
+    [tables, compact, history] = tpl["aggregate"]["outputs"]["artifacts"]
     # The layout with sentinel values, re-filled: the same key whatever the layout's spelling.
     assert results["s3"]["key"] == layout.results_prefix("zzc", "zzr").replace("zzc", campaign).replace("zzr", run)
     # the run's compact goes back beside the campaign's other compacts, which come in (none at first)
@@ -217,6 +217,11 @@ def test_artifact_keys_come_from_the_layout():
     )
     # one set of tables and one report per campaign, not per run
     assert tables["s3"]["key"] == layout.analytics_prefix("zzc").replace("zzc", campaign)
+    # the campaign's history goes where every campaign's come in from (none before the first)
+    assert history["s3"]["key"] == layout.history_key("zzc").replace("zzc", campaign)
+    assert history["path"] == f"{tables['path']}/{layout.HISTORY_FILE}"
+    assert histories["s3"]["key"] == layout.HISTORY_ROOT and histories["optional"]
+    assert histories["path"].endswith("/" + layout.HISTORY_ROOT)
     assert tpl["report"]["outputs"]["artifacts"][0]["s3"]["key"] == layout.report_prefix("zzc").replace("zzc", campaign)
     [result] = tpl["benchmark-cell"]["outputs"]["artifacts"]
     fill = {

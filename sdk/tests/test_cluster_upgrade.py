@@ -12,10 +12,11 @@ pvbench.testing.qos_driver); fio's options never change, the storage does.
               -> `pvbench compare role=baseline role=candidate` exits 1 (the upgrade gate)
     retag     2.0 -> 2.0.1, the same driver; the Sensor starts another candidate run
               -> against the run before it: no metric worse, `pvbench compare` exits 0
-    later     2 nightly runs (trigger cron): the class's history is 4 occasions at each level
-              -> the history's change point is at the upgrade's run, worse, attributed to the
-                 driver's image change 1.0 -> 2.0 (not to the retag after it);
-                 `pvbench history` prints it
+    later     2 nightly runs (trigger cron) of another campaign: the class's history, read
+              across campaigns, is 4 occasions at each level
+              -> the nightly campaign's history has the change point at the upgrade's run
+                 (the other campaign's), worse, attributed to the driver's image change
+                 1.0 -> 2.0 (not to the retag after it); `pvbench history` prints it
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ from pvbench.testing.cluster import (
 )
 from pvbench.testing.minio import free_port
 from pvbench.testing.qos_driver import cgroups, device_of, limit
-from pvbench.testing.upgrade import BASELINE_OCCASIONS, MEDIUM, baseline_runs, image, later_runs, roll_out
+from pvbench.testing.upgrade import (
+    BASELINE_OCCASIONS,
+    MEDIUM,
+    NIGHTLY_CAMPAIGN,
+    baseline_runs,
+    image,
+    later_runs,
+    roll_out,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -108,11 +117,11 @@ def compare(baseline: str, candidate: str) -> tuple[int, list[dict]]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def campaign_table(name: str) -> list[dict]:
+def campaign_table(name: str, campaign: str = CAMPAIGN) -> list[dict]:
     """The class's rows of a table the campaign's last aggregation (an exit handler's) stored."""
     import pyarrow.parquet as pq
 
-    data = pod_minio().client().get_object(BUCKET, f"{analytics_prefix(CAMPAIGN)}/{name}.parquet").read()
+    data = pod_minio().client().get_object(BUCKET, f"{analytics_prefix(campaign)}/{name}.parquet").read()
     return [r for r in pq.read_table(io.BytesIO(data)).to_pylist() if r["storage_class"] == QOS_CLASS]
 
 
@@ -184,8 +193,8 @@ def scenario(tmp_path_factory):
     for name in later_runs():
         wf = wait_workflow(name, timeout=1500)
         assert wf["status"]["phase"] == "Succeeded", describe(wf)
-    seen["change_points"] = campaign_table("report_change_points")
-    seen["history"] = campaign_table("report_history")
+    seen["change_points"] = campaign_table("report_change_points", NIGHTLY_CAMPAIGN)
+    seen["history"] = campaign_table("report_history", NIGHTLY_CAMPAIGN)
     seen["history_cli"] = pvbench_history("--workload", "randwrite-iops")
     yield seen
     # the driver goes; its limit leaves the pods that are left (new pods never get it)
@@ -241,6 +250,9 @@ def test_the_history_finds_the_step_at_the_upgrade_and_blames_the_drivers_change
         series
     )
     assert {r["node_selection"] for r in history} == {"kubernetes.io/arch=amd64"}, history
+    # the nightly campaign's report, its own 2 occasions after the upgrade campaign's 6
+    campaigns = [r["campaign"] for r in history if (r["workload"], r["metric"]) == ("randwrite-iops", "iops")]
+    assert campaigns == [CAMPAIGN] * 6 + [NIGHTLY_CAMPAIGN] * 2, campaigns
     points = [p for p in scenario["change_points"] if p["workload"] in WRITES]
     # one change point in each write series, at the upgrade's run (the retag's candidate and the
     # nightly runs after it measure the same limited device)

@@ -33,12 +33,16 @@ def aggregate() -> Container:
     every cell that has no result."""
     run_compact = keys.run_compact_prefix(CAMPAIGN_KEY, RUN)
     compacts = keys.campaign_compacts_prefix(CAMPAIGN_KEY)
+    histories = keys.histories_prefix()
     return Container(
         name="aggregate",
         inputs=[
             run_results_artifact(optional=True),
             # the first run of a campaign has no compacts yet
             S3Artifact(name="compacts", path=f"{c.STORE_DIR}/{compacts}", key=compacts, optional=True),
+            # every campaign's occasion_history (one small file each): a class's history spans
+            # campaigns (pvbench.stats.history); none before the store's first aggregation
+            S3Artifact(name="histories", path=f"{c.STORE_DIR}/{histories}", key=histories, optional=True),
         ],
         args=[
             "aggregate",
@@ -69,6 +73,13 @@ def aggregate() -> Container:
                 name="compact",
                 path=f"{c.STORE_DIR}/{run_compact}",
                 key=run_compact,
+                archive=NoneArchiveStrategy(),
+            ),
+            # the campaign's history, where the other campaigns' aggregations read it
+            S3Artifact(
+                name="history",
+                path=f"{c.ANALYTICS_DIR}/occasion_history.parquet",
+                key=keys.campaign_history_key(CAMPAIGN_KEY),
                 archive=NoneArchiveStrategy(),
             ),
         ],

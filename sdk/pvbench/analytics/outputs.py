@@ -75,8 +75,10 @@ def write_parquet(
     prefix: str = "",
     root: Path | None = None,
     extra_tables: Sequence[str] = (),
+    copies: dict[str, str] | None = None,
 ) -> dict[str, int]:
-    """Write every output table as <prefix>/<table>.parquet; returns row counts.
+    """Write every output table as <prefix>/<table>.parquet; returns row counts. ``copies``
+    (table → key, into a store): the same file under another key too.
 
     The tables are one set: into a directory they are written beside it first (a hidden folder in
     it) and moved in once all are, so a full disk or a bad directory leaves the tables that were
@@ -114,5 +116,9 @@ def write_parquet(
                 for p in files:
                     os.replace(p, out / p.name)
         else:
-            out.put_many((f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files)
+            extra = [(key, local_dir / f"{table}.parquet") for table, key in (copies or {}).items()]
+            out.put_many(
+                [(f"{prefix}/{p.name}" if prefix else p.name, p.read_bytes(), PARQUET_TYPE) for p in files]
+                + [(key, p.read_bytes(), PARQUET_TYPE) for key, p in extra]
+            )
     return counts

@@ -60,6 +60,16 @@ def campaign_analytics_prefix(campaign: str) -> str:
     return placeholder_key(layout.analytics_prefix, campaign=campaign)
 
 
+def campaign_history_key(campaign: str) -> str:
+    """The copy of the campaign's occasion_history the other campaigns' aggregations read."""
+    return placeholder_key(layout.history_key, campaign=campaign)
+
+
+def histories_prefix() -> str:
+    """Every campaign's history_key."""
+    return layout.HISTORY_ROOT
+
+
 def campaign_report_prefix(campaign: str) -> str:
     """Where the campaign's report site goes: beside its tables, under ``report/``."""
     return placeholder_key(layout.report_prefix, campaign=campaign)

@@ -1,5 +1,5 @@
 """A storage class's history as `pvbench history` shows it: the series of the campaigns' stored
-tables (occasion_history.parquet of each campaign's analytics, written by `pvbench aggregate`),
+tables (the copy of each campaign's occasion_history under history/, written by `pvbench aggregate`),
 read together so that one workload's occasions of every campaign make one series, then judged
 as the report judges them (pvbench.stats.history)."""
 
@@ -13,7 +13,6 @@ from pvbench.analytics.connection import connect
 from pvbench.analytics.resources import readable
 from pvbench.analytics.tables import AnalyticsError, sql_literal
 from pvbench.stats.history import (
-    HISTORY_SOURCE,
     SERIES_KEY,
     HistorySettings,
     Judged,
@@ -23,7 +22,7 @@ from pvbench.stats.history import (
     load_series,
 )
 from pvbench.store import Store
-from pvbench.store.layout import analytics_prefix, campaigns_table_glob, slug
+from pvbench.store.layout import histories_glob, history_key, slug
 
 
 class HistoryError(AnalyticsError):
@@ -45,10 +44,10 @@ def _matches(label: str, wanted: str) -> bool:
 def _read(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None) -> None:
     """View ``stored_history``: the campaign's occasion_history, or every campaign's."""
     if campaign is not None:
-        key = f"{analytics_prefix(campaign)}/{HISTORY_SOURCE}.parquet"
+        key = history_key(campaign)
         where = f"campaign {campaign!r}"
     else:
-        key = campaigns_table_glob(HISTORY_SOURCE)
+        key = histories_glob()
         where = "any campaign"
     path = sql_literal(readable(con, store, key))  # a view takes no parameters
     try:

@@ -20,7 +20,7 @@ from pvbench.stats.limits import Declarations, LimitsError, find_declarations, i
 from pvbench.stats.tables import REPORT_COMPARISONS
 from pvbench.stopping import deferred_signals
 from pvbench.store import Store
-from pvbench.store.layout import analytics_prefix, campaigns_table_glob
+from pvbench.store.layout import analytics_prefix, histories_glob, history_key
 from pvbench.store.locks import campaign_lock, ensure_held
 
 # Tables computed in Python over the models' tables (written as Parquet like the SQL ones): the
@@ -46,11 +46,12 @@ def _declarations(store: Store, limits: Path | str | None):
 
 def _other_campaigns(store: Store):
     """The history step's other campaigns: the occasion_history tables the store's other campaigns'
-    aggregations stored (their results are not read again), rows of this aggregation's classes
-    and of campaigns it did not just aggregate. None where the store has none."""
+    aggregations stored (history_key: their results are not read again; an Argo step is given
+    them as an input artifact), rows of this aggregation's classes and of campaigns it did not
+    just aggregate. None where the store has none."""
 
     def relation(con: duckdb.DuckDBPyConnection) -> str | None:
-        files = sql_literal(readable(con, store, campaigns_table_glob(HISTORY_SOURCE)))
+        files = sql_literal(readable(con, store, histories_glob()))
         try:
             con.execute(
                 f"""CREATE OR REPLACE VIEW stored_occasion_history AS
@@ -178,4 +179,8 @@ def aggregate(
             if out is not None:
                 return str(out), outputs.write_parquet(con, out, extra_tables=PYTHON_TABLES)
             prefix = analytics_prefix(campaign or "all")
-            return f"{store.url}/{prefix}", outputs.write_parquet(con, store, prefix, extra_tables=PYTHON_TABLES)
+            # the campaign's history, where the other campaigns' aggregations read it
+            copies = {HISTORY_SOURCE: history_key(campaign)} if campaign is not None else None
+            return f"{store.url}/{prefix}", outputs.write_parquet(
+                con, store, prefix, extra_tables=PYTHON_TABLES, copies=copies
+            )

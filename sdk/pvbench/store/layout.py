@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 RESULTS_ROOT = "results"
 ANALYTICS_ROOT = "analytics"
+HISTORY_ROOT = "history"
+HISTORY_FILE = "occasion_history.parquet"
 COMPACT_ROOT = "compact"
 COMPACT_DOCUMENTS_FILE = "documents.parquet"
 COMPACT_FAILURES_FILE = "failures.parquet"
@@ -226,9 +228,15 @@ def analytics_prefix(campaign: str, run: str | None = None) -> str:
     return f"{ANALYTICS_ROOT}/{_segment(CAMPAIGN, campaign)}/{_segment(RUN, run or ALL_RUNS)}"
 
 
-def campaigns_table_glob(table: str) -> str:
-    """Every campaign's stored table ``table`` (analytics_prefix(c)/table.parquet), as a glob."""
-    return f"{ANALYTICS_ROOT}/{CAMPAIGN}=*/{RUN}={ALL_RUNS}/{table}.parquet"
+def history_key(campaign: str) -> str:
+    """A copy of the campaign's occasion_history table where the other campaigns' aggregations
+    find it (an Argo step fetches the whole prefix: a few small files, not the analytics tree)."""
+    return f"{HISTORY_ROOT}/{_segment(CAMPAIGN, campaign)}/{HISTORY_FILE}"
+
+
+def histories_glob() -> str:
+    """Every campaign's history_key, as a glob."""
+    return f"{HISTORY_ROOT}/{CAMPAIGN}=*/{HISTORY_FILE}"
 
 
 def report_prefix(campaign: str, run: str | None = None) -> str:

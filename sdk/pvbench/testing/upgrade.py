@@ -8,8 +8,9 @@ a DaemonSet the chart watches (events.csi.workloads qos-csi), at versions that r
 Each version is an image reference of its own (tags of the runner image in containerd: the node
 has no registry) and its argument, changed together as an operator's `helm upgrade` of a driver
 changes both. The baseline history (BASELINE_OCCASIONS runs at 1.0) starts with the session
-(conftest), beside the other cluster tests' runs; LATER_OCCASIONS cron-like runs follow the
-candidates, so that the class's history has 4 occasions at each level: the fewest with which the
+(conftest), beside the other cluster tests' runs; LATER_OCCASIONS cron-like runs of another
+campaign (NIGHTLY_CAMPAIGN, as the chart's CronWorkflows have) follow the candidates, so that the
+class's history, which spans campaigns, has 4 occasions at each level: the fewest with which the
 history's permutation test can find a step (4 + 4 occasions: p ≈ 2/70, pvbench.stats.changepoints).
 """
 
@@ -40,6 +41,7 @@ VERSIONS = {"1.0": 0, "2.0": QOS_WRITE_IOPS, "2.0.1": QOS_WRITE_IOPS}
 DRIVER_IMAGE = "registry.pvbench.test/qos-csi-driver"
 BASELINE_OCCASIONS = 4
 LATER_OCCASIONS = 2  # with the two candidates (2.0, 2.0.1): 4 occasions at the new level
+NIGHTLY_CAMPAIGN = "ci-nightly"
 CTR_SOCK = Path("/run/pvbench-cluster/containerd.sock")
 MEDIUM = STATE / "media" / "qos"
 SCRIPT = Path(__file__).with_name("qos_driver.py")
@@ -136,9 +138,10 @@ def baseline_parameters(occasion: int) -> dict[str, str]:
 
 
 def later_parameters(occasion: int) -> dict[str, str]:
-    """A nightly run after the change, as the chart's CronWorkflows start them."""
+    """A nightly run after the change, as the chart's CronWorkflows start them (their campaign)."""
     return {
         **QOS_RUNS,
+        "campaign": NIGHTLY_CAMPAIGN,
         "storage-classes": json.dumps([QOS_CLASS]),
         "trigger": "cron",
         "occasion": f"after-{occasion}",
