@@ -6,6 +6,7 @@ from hera.workflows.archive import NoneArchiveStrategy
 
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
+from pvbench.store import layout
 
 from .common import (
     CAMPAIGN_KEY,
@@ -78,7 +79,7 @@ def aggregate() -> Container:
             # the campaign's history, where the other campaigns' aggregations read it
             S3Artifact(
                 name="history",
-                path=f"{c.ANALYTICS_DIR}/occasion_history.parquet",
+                path=f"{c.ANALYTICS_DIR}/{layout.HISTORY_FILE}",
                 key=keys.campaign_history_key(CAMPAIGN_KEY),
                 archive=NoneArchiveStrategy(),
             ),

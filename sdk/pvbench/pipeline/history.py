@@ -41,6 +41,21 @@ def _matches(label: str, wanted: str) -> bool:
     return label == wanted or slug(label) == slug(wanted)
 
 
+def stored_histories(con: duckdb.DuckDBPyConnection, store: Store, key: str) -> str | None:
+    """A query over the stored occasion_history copies at ``key`` (history_key, or histories_glob:
+    every campaign's), or None where there are none. Each key column is there: a table an older
+    pvbench stored lacks the newer ones (null: one series there)."""
+    files = f"read_parquet({sql_literal(readable(con, store, key))}, union_by_name = true, hive_partitioning = false)"
+    try:
+        have = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
+    except duckdb.Error as exc:
+        if "No files found" in str(exc) or "No such file" in str(exc):
+            return None
+        raise HistoryError(f"cannot read the history in {store.url}: {str(exc).splitlines()[0]}") from exc
+    missing = "".join(f", NULL::VARCHAR AS {name}" for name in SERIES_KEY if name not in have)
+    return f"SELECT *{missing} FROM {files}"
+
+
 def _read(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None) -> None:
     """View ``stored_history``: the campaign's occasion_history, or every campaign's."""
     if campaign is not None:
@@ -49,22 +64,15 @@ def _read(con: duckdb.DuckDBPyConnection, store: Store, campaign: str | None) ->
     else:
         key = histories_glob()
         where = "any campaign"
-    path = sql_literal(readable(con, store, key))  # a view takes no parameters
-    try:
-        files = f"read_parquet({path}, union_by_name = true, hive_partitioning = false)"
-        have = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
-        # a table an older pvbench stored lacks the newer key columns: one series there
-        missing = "".join(f", NULL::VARCHAR AS {name}" for name in SERIES_KEY if name not in have)
-        con.execute(f"CREATE OR REPLACE VIEW stored_history AS SELECT *{missing} FROM {files}")
-    except duckdb.Error as exc:
-        if "No files found" not in str(exc) and "No such file" not in str(exc):
-            raise HistoryError(f"cannot read the history in {store.url}: {str(exc).splitlines()[0]}") from exc
+    stored = stored_histories(con, store, key)
+    if stored is None:
         raise HistoryError(
             f"no history of {where} in {store.url}: its tables were not aggregated by this pvbench"
             f" (run `pvbench aggregate --store {store.url}"
             + (f" --campaign {campaign}" if campaign else "")
             + "` first)"
-        ) from exc
+        )
+    con.execute(f"CREATE OR REPLACE VIEW stored_history AS {stored}")
 
 
 def class_history(

@@ -11,9 +11,9 @@ import duckdb
 
 from pvbench.analytics import outputs, runner
 from pvbench.analytics.inputs import check_keep_flagged
-from pvbench.analytics.resources import readable
-from pvbench.analytics.tables import AnalyticsError, sql_literal
+from pvbench.analytics.tables import AnalyticsError
 from pvbench.cells.guards import KEEP_FLAGGED_ENV, split_rules
+from pvbench.pipeline.history import stored_histories
 from pvbench.stats.functions import register_functions
 from pvbench.stats.history import HISTORY_SOURCE, HISTORY_TABLES, REPORT_HISTORY, history_step
 from pvbench.stats.limits import Declarations, LimitsError, find_declarations, install
@@ -51,18 +51,15 @@ def _other_campaigns(store: Store):
     just aggregate. None where the store has none."""
 
     def relation(con: duckdb.DuckDBPyConnection) -> str | None:
-        files = sql_literal(readable(con, store, histories_glob()))
-        try:
-            con.execute(
-                f"""CREATE OR REPLACE VIEW stored_occasion_history AS
-                SELECT * FROM read_parquet({files}, union_by_name = true, hive_partitioning = false)
-                WHERE campaign NOT IN (SELECT DISTINCT campaign FROM {HISTORY_SOURCE})
-                  AND storage_class IN (SELECT DISTINCT storage_class FROM {HISTORY_SOURCE})"""
-            )
-        except duckdb.Error as exc:
-            if "No files found" in str(exc) or "No such file" in str(exc):
-                return None
-            raise AnalyticsError(f"cannot read the other campaigns' history in {store.url}: {exc}") from exc
+        stored = stored_histories(con, store, histories_glob())
+        if stored is None:
+            return None
+        con.execute(
+            f"""CREATE OR REPLACE VIEW stored_occasion_history AS
+            SELECT * FROM ({stored})
+            WHERE campaign NOT IN (SELECT DISTINCT campaign FROM {HISTORY_SOURCE})
+              AND storage_class IN (SELECT DISTINCT storage_class FROM {HISTORY_SOURCE})"""
+        )
         return "stored_occasion_history"
 
     return relation
