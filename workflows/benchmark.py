@@ -1,6 +1,7 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
     validate ─▶ expand ─┬▶ benchmark-cell × cells (withParam, one pod each)     ─┬▶ adaptive (if adaptive-target is set)
+                        ├▶ benchmark-pod × cell-pods (cells-per-pod > 1: several cells a pod) ─┤
                         ├▶ client-cell × client-cells (a profile with multi-client tests) ─┤
                         └▶ shared-client-cell × shared-client-cells (client-volumes=shared) ─┘
     client-cell:  barrier (daemon) ─▶ fio-client × N (withSequence, own PVC each) ─▶ merge-clients
@@ -8,7 +9,8 @@
     exit handler, whatever happened: cleanup (stuck cell pods) ─▶ publish, under the campaign's mutex:
                                      aggregate ─▶ report (unless build-report is false)
 
-    adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next, client-cell × next-clients ─▶ adaptive (round + 1)
+    adaptive, one round:  check (ci-check) ─▶ benchmark-cell × next (or benchmark-pod × next-pods),
+                          client-cell × next-clients ─▶ adaptive (round + 1)
 
 One cell runs at a time (the main and adaptive DAGs' parallelism: a one-pod cell, or a
 multi-client cell's whole DAG, is one child).
@@ -79,6 +81,7 @@ with WorkflowTemplate(
     validate = prepare.validate()
     expand = prepare.expand()
     benchmark_cell = cell.benchmark_cell()
+    benchmark_pod = cell.benchmark_pod()
     barrier = clients.cell_barrier()
     fio_client = clients.fio_client()
     fio_client_shared = clients.fio_client(shared=True)
@@ -91,7 +94,7 @@ with WorkflowTemplate(
     report = publish.report()
     cleanup = finish.cleanup()
     check = adaptive.adaptive_check()
-    cells = Cells(benchmark_cell, client_cell, shared_client_cell)
+    cells = Cells(benchmark_cell, benchmark_pod, client_cell, shared_client_cell)
     rounds = adaptive.adaptive(check, cells)
     main.main(validate, expand, cells, rounds)
     finish.finish(cleanup, publish.publish(aggregate, report))

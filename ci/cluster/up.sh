@@ -642,7 +642,8 @@ patches:
   # every 10 s (its documented DEFAULT_REQUEUE_TIME; 1s is what Argo's own development setup
   # uses). A finished pod's workflow is requeued after exactly that long, so it is the wait
   # between one step and the next: ~9 s off every sequential step (2 s left ~1 s more, ~70 s of
-  # the cluster stage's ~70 steps)
+  # the cluster stage's ~70 steps). What users see at the default, with a pod per cell and with
+  # cells-per-pod: pvbench_lab.bench_argo_cells, both settings side by side (docs/performance.md)
   - target: {kind: Deployment, name: workflow-controller}
     patch: |-
       - op: add

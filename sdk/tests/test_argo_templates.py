@@ -90,6 +90,7 @@ def test_render_check_fails_on_a_hand_edit(tmp_path):
 
 FIO_PODS = (
     "benchmark-cell",
+    "benchmark-pod",
     "fio-client",
     "fio-client-shared",
 )  # the templates whose pods run fio on a volume of the class
@@ -124,8 +125,7 @@ def test_benchmark_template_shape():
     # A deadline from validate; no retry (a retried pod template would lose the deadline while pending).
     assert cell["timeout"] == "{{workflow.outputs.parameters.cell-timeout}}"
     assert "retryStrategy" not in cell
-    [out] = tpl["validate"]["outputs"]["parameters"]
-    assert out["globalName"] == "cell-timeout"
+    assert [o["globalName"] for o in tpl["validate"]["outputs"]["parameters"]] == ["cell-timeout", "pod-timeout"]
     # Other steps retry only for errors (lost pods), never for a step that ran and failed.
     for t in tpl.values():
         if "retryStrategy" in t:

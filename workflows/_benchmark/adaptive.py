@@ -37,6 +37,7 @@ def adaptive_check() -> Container:
                 round=IN("round"),
                 exit_zero=True,
                 client_volumes=WF("client-volumes"),
+                cells_per_pod=WF("cells-per-pod"),
                 outputs=c.CHECK_OUT_DIR,
             ),
         ],

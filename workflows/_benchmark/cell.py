@@ -1,15 +1,39 @@
-"""benchmark-cell: one cell, fio on a fresh PVC of the cell's storage class, in one pod."""
+"""benchmark-cell: one cell, fio on a fresh PVC of the cell's storage class, in one pod;
+benchmark-pod: several such cells in one pod, one after another, a fresh PVC each."""
 
-from hera.workflows import Container
+from hera.workflows import Container, Parameter, S3Artifact
 from hera.workflows import models as m
+from hera.workflows.archive import NoneArchiveStrategy
 
 from pvbench.argo import conventions as c
+from pvbench.argo import keys
+from pvbench.cells.matrix import POD_CELLS_KEY
 
-from .common import CELL_ARGS, CELL_INPUTS, CELL_KEY, HOSTNAME, LABEL_ARGS, options
-from .fio import FIO_POD, RESULT
-from .volumes import FRESH_VOLUME
+from .common import (
+    CAMPAIGN_KEY,
+    CELL_ARGS,
+    CELL_INPUTS,
+    CELL_KEY,
+    HOSTNAME,
+    LABEL_ARGS,
+    POD_ARGS,
+    POD_TIMEOUT,
+    RUN,
+    options,
+)
+from .fio import FIO_POD, KUBE_API_MOUNT, RESULT
+from .volumes import FRESH_VOLUME, POD_VOLUMES
 
 BENCHMARK_PODS = m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK})
+
+
+ONE_AT_A_TIME = m.Affinity(
+    pod_anti_affinity=m.PodAntiAffinity(
+        required_during_scheduling_ignored_during_execution=[
+            m.PodAffinityTerm(label_selector=BENCHMARK_PODS, topology_key=HOSTNAME)
+        ]
+    )
+)
 
 
 def benchmark_cell() -> Container:
@@ -27,14 +51,43 @@ def benchmark_cell() -> Container:
             *LABEL_ARGS,
         ],
         labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK},
-        affinity=m.Affinity(
-            pod_anti_affinity=m.PodAntiAffinity(
-                required_during_scheduling_ignored_during_execution=[
-                    m.PodAffinityTerm(label_selector=BENCHMARK_PODS, topology_key=HOSTNAME)
-                ]
-            )
-        ),
+        affinity=ONE_AT_A_TIME,
         outputs=[RESULT],
         **FIO_POD,
         **FRESH_VOLUME,
     )
+
+
+def benchmark_pod() -> Container:
+    """cells-per-pod > 1: the pod's cells one after another (`pvbench fio-pod`), cell i on its own
+    fresh volume of its class at /data/i (POD_VOLUMES). Argo's cost per step (the controller
+    looks at a workflow every DEFAULT_REQUEUE_TIME, 10 s by default, the pod and its start) is
+    paid once per pod instead of once per cell (docs/kubernetes.md, "Cells per pod").
+    Its cells' result files go out as one directory under the run's results prefix, each under
+    its own key (the same keys as benchmark-cell's), also when some cells failed (optional: when
+    all did). The UI shows the cells done as the node's progress (3/8); a failed cell does not
+    stop the others, and the pod's message names each failed one. Not retried, as benchmark-cell;
+    `argo retry` reruns the pod's cells, the failed and the measured."""
+    return Container(
+        name="benchmark-pod",
+        inputs=[Parameter(name=POD_CELLS_KEY)],
+        args=[
+            "fio-pod",
+            *options(targets=c.TARGET_DIR, cells="{{inputs.parameters.%s}}" % POD_CELLS_KEY),
+            *POD_ARGS,
+            *options(out=c.POD_OUT_DIR, key=RUN_RESULTS_KEY, cleanup=True),
+            *LABEL_ARGS,
+        ],
+        labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK},
+        affinity=ONE_AT_A_TIME,
+        outputs=[
+            S3Artifact(
+                name="results", path=c.POD_OUT_DIR, key=RUN_RESULTS_KEY, archive=NoneArchiveStrategy(), optional=True
+            )
+        ],
+        **{**FIO_POD, "timeout": POD_TIMEOUT, "volume_mounts": [KUBE_API_MOUNT]},  # + a mount per cell (POD_VOLUMES)
+        **POD_VOLUMES,
+    )
+
+
+RUN_RESULTS_KEY = keys.run_results_prefix(CAMPAIGN_KEY, RUN)

@@ -8,6 +8,7 @@ from hera.workflows import models as m
 from pvbench.argo import conventions as c
 from pvbench.argo import keys
 from pvbench.cells.guards import KEEP_FLAGGED_ENV
+from pvbench.cells.matrix import POD_CELLS_KEY
 
 WF = "{{workflow.parameters.%s}}".__mod__
 IN = "{{inputs.parameters.%s}}".__mod__
@@ -113,9 +114,12 @@ MATRIX_ARGS = options(
 TIMING_ARGS = options(ramp=WF("ramp"), runtime=WF("runtime"), size=WF("size"))
 
 
-def cell_arguments(clients: bool = False) -> list[Parameter]:
+def cell_arguments(clients: bool = False, pod: bool = False) -> list[Parameter]:
     """A fan-out item (`pvbench expand`, or ci-check's `next`) as benchmark-cell's arguments
-    (``clients``: client-cell's, whose items also say how many client pods)."""
+    (``clients``: client-cell's, whose items also say how many client pods; ``pod``:
+    benchmark-pod's, whose items are its cells)."""
+    if pod:
+        return [Parameter(name=POD_CELLS_KEY, value="{{item.%s}}" % POD_CELLS_KEY)]
     keys_ = (*c.FAN_OUT_ITEM_KEYS, "clients") if clients else c.FAN_OUT_ITEM_KEYS
     return [Parameter(name=name.replace("_", "-"), value="{{item.%s}}" % name) for name in keys_]
 
@@ -157,6 +161,12 @@ CELL_ARGS = [
     ),
     *TIMING_ARGS,
 ]
+# A pod of several cells (`pvbench fio-pod`): the run's part of CELL_ARGS, its cells come as one input.
+POD_ARGS = [
+    *options(campaign=WF("campaign"), run=RUN, occasion=WF("occasion"), profile=WF("profile"), seed=WF("seed")),
+    *TIMING_ARGS,
+]
+POD_TIMEOUT = "{{workflow.outputs.parameters.%s}}" % c.POD_TIMEOUT_OUTPUT
 LABEL_ARGS = [
     *(
         arg

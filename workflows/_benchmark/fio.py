@@ -11,6 +11,7 @@ from pvbench.kube.api import SA_DIR
 from .common import CELL, CELL_KEY, CELL_TIMEOUT, PVBENCH_STEP, WF
 from .volumes import KUBE_API_VOLUME
 
+KUBE_API_MOUNT = m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True)
 # The node selection, the deadline, the token to read its own lifecycle, the volume under test
 # at /data; only one cell's fio pods run on a node at a time.
 # The deadline (`timeout`, from validate): volume-timeout plus the cell's fio time. It counts
@@ -26,10 +27,7 @@ FIO_POD = dict(
     ],
     resources=CELL,
     timeout=CELL_TIMEOUT,
-    volume_mounts=[
-        m.VolumeMount(name="target", mount_path=c.TARGET_DIR),
-        m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True),
-    ],
+    volume_mounts=[m.VolumeMount(name="target", mount_path=c.TARGET_DIR), KUBE_API_MOUNT],
     # The node selector picks the node(s); the anti-affinity keeps two cells' benchmark pods
     # off one node even when runs select nodes differently (different node-values).
     node_selector={WF("node-label"): WF("node-value")},

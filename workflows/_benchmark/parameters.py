@@ -4,7 +4,7 @@ from hera.workflows import Parameter
 
 from pvbench.argo import conventions as c
 from pvbench.cells.guards import GUARD_LIST
-from pvbench.cells.matrix import CLIENT_VOLUMES
+from pvbench.cells.matrix import CLIENT_VOLUMES, MAX_CELLS_PER_POD
 from pvbench.cells.run import max_jobs
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
 
@@ -120,6 +120,18 @@ PARAMETERS = [
         name="volume-size",
         value=VOLUME_SIZE,
         description="Size of each fresh PVC, e.g. 10Gi (cloud disks: size sets speed).",
+    ),
+    Parameter(
+        name="cells-per-pod",
+        value="1",
+        enum=[str(n) for n in range(1, MAX_CELLS_PER_POD + 1)],
+        description=(
+            "Cells run one after another in one pod, each on its own fresh PVC of its class, in the same "
+            "random order. 1: a pod per cell. More: Argo's cost per step (~10 s at its default requeue time, "
+            "plus the pod's start) is paid once per pod, so short cells run at fio speed; that many PVCs "
+            "exist at once (mind quotas and per-node volume attach limits). Multi-client cells: always "
+            "their own pods."
+        ),
     ),
     Parameter(
         name="client-volumes",

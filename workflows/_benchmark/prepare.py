@@ -12,7 +12,7 @@ from .volumes import tmp
 
 def validate() -> Container:
     """Bad input fails here, with pvbench's message, before any PVC exists. It also derives each
-    cell's deadline from the workload (a workflow-wide output)."""
+    cell's deadline from the workload, and a pod's of cells-per-pod cells (workflow-wide outputs)."""
     return Container(
         name="validate",
         args=[
@@ -23,6 +23,7 @@ def validate() -> Container:
                 volume_size=WF("volume-size"),
                 volume_timeout=WF("volume-timeout"),
                 client_volumes=WF("client-volumes"),
+                cells_per_pod=WF("cells-per-pod"),
                 outputs=c.VALIDATE_OUT_DIR,
             ),
         ],
@@ -41,11 +42,8 @@ def validate() -> Container:
         volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,
         outputs=[
-            Parameter(
-                name=c.CELL_TIMEOUT_OUTPUT,
-                global_name=c.CELL_TIMEOUT_OUTPUT,
-                value_from=m.ValueFrom(path=f"{c.VALIDATE_OUT_DIR}/{c.CELL_TIMEOUT_OUTPUT}"),
-            )
+            Parameter(name=name, global_name=name, value_from=m.ValueFrom(path=f"{c.VALIDATE_OUT_DIR}/{name}"))
+            for name in (c.CELL_TIMEOUT_OUTPUT, c.POD_TIMEOUT_OUTPUT)
         ],
         **PVBENCH_STEP,
     )
@@ -53,11 +51,15 @@ def validate() -> Container:
 
 def expand() -> Container:
     """The cells in the seeded random order, as fan-outs (output parameters): `cells`, one pod
-    each, and `client-cells` / `shared-client-cells`, N client pods each (a profile with a
-    multi-client test)."""
+    each, or `cell-pods`, cells-per-pod of them to a pod, and `client-cells` /
+    `shared-client-cells`, N client pods each (a profile with a multi-client test)."""
     return Container(
         name="expand",
-        args=["expand", *MATRIX_ARGS, *options(client_volumes=WF("client-volumes"), outputs=c.EXPAND_OUT_DIR)],
+        args=[
+            "expand",
+            *MATRIX_ARGS,
+            *options(client_volumes=WF("client-volumes"), cells_per_pod=WF("cells-per-pod"), outputs=c.EXPAND_OUT_DIR),
+        ],
         resources=SMALL,
         volumes=[tmp("64Mi")],
         retry_strategy=TRANSIENT,

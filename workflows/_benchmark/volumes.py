@@ -6,6 +6,7 @@ from hera.workflows import EmptyDirVolume, Parameter, Resource
 from hera.workflows import models as m
 
 from pvbench.argo import conventions as c
+from pvbench.cells.matrix import POD_CELLS_KEY
 
 from .common import ARGO_STEP_RESOURCES, CELL_ID, CELL_INPUTS, IN, RUN, TRANSIENT, WF
 
@@ -72,6 +73,62 @@ FRESH_VOLUME = dict(
         ),
     ],
 )
+
+
+def _expr(value) -> str:
+    """A Python value as an Argo expression literal (expr-lang): strings single-quoted (the
+    template reaches the controller JSON-encoded, and it evaluates podSpecPatch's expression
+    without undoing escaped double quotes), Expr values as written."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_expr(k)}: {_expr(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_expr(v) for v in value) + "]"
+    if isinstance(value, str) and "'" not in value and "\\" not in value:
+        return f"'{value}'"
+    raise ValueError(f"no expression literal for {value!r}")
+
+
+class Expr(str):
+    """Expression text, written into an expression as it is."""
+
+
+# A pod of several cells (benchmark-pod): a fresh volume for each of its cells, of that cell's
+# class, mounted at /data/<i>. Their number and classes come with the pod's `cells` input
+# ('class:workload:rep:order …'), so the template cannot list them: its podSpecPatch is an
+# expression that builds them from that input (Argo evaluates it when it makes the pod; each
+# ephemeral volume's PVC is then made by Kubernetes, owned by the pod, gone with it). Spaces
+# keep `{ {` and `} }` apart: `}}` would end Argo's {{=…}} early.
+POD_CLASSES = Expr(f"map(split(inputs.parameters.{POD_CELLS_KEY}, ' '), split(#, ':')[0])")
+POD_VOLUME = {
+    "name": Expr(f"'{c.POD_VOLUME_PREFIX}' + string(#index)"),
+    "ephemeral": {
+        "volumeClaimTemplate": {
+            "metadata": {"labels": {c.LABEL_WORKFLOW: Expr("workflow.name")}},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": Expr("#"),
+                "resources": {"requests": {"storage": Expr("workflow.parameters['volume-size']")}},
+            },
+        }
+    },
+}
+POD_MOUNT = {"name": POD_VOLUME["name"], "mountPath": Expr(f"'{c.TARGET_DIR}/' + string(#index)")}
+POD_VOLUMES_PATCH = (
+    "{{="
+    + "toJson("
+    + _expr(
+        {
+            "containers": [{"name": "main", "volumeMounts": Expr(f"map({POD_CLASSES}, {{ {_expr(POD_MOUNT)} }})")}],
+            "volumes": Expr(f"map({POD_CLASSES}, {{ {_expr(POD_VOLUME)} }})"),
+        }
+    )
+    + ")}}"
+)
+assert "}}" not in POD_VOLUMES_PATCH[:-2] and "{{" not in POD_VOLUMES_PATCH[2:], POD_VOLUMES_PATCH
+POD_VOLUMES = dict(pod_spec_patch=POD_VOLUMES_PATCH, volumes=[tmp("256Mi"), KUBE_API])
+
 # client-volumes=shared: a client pod mounts the cell's one claim (input `claim`).
 SHARED_VOLUME = dict(
     volumes=[

@@ -60,6 +60,7 @@ LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"  # the workflow that created a PVC (
 # Paths inside the step pods.
 TARGET_DIR = "/data"  # the fresh PVC under test
 CELL_OUT_DIR = "/tmp/pvbench/out"
+POD_OUT_DIR = "/tmp/pvbench/pod-out"  # `pvbench fio-pod --out`: its cells' results, under their keys in the run
 STORE_DIR = "/tmp/pvbench/store"
 ANALYTICS_DIR = "/tmp/pvbench/analytics"
 SITE_DIR = "/tmp/pvbench/site"
@@ -73,6 +74,10 @@ REPORT_OUT_DIR = "/tmp/pvbench/report-out"  # `pvbench report locate --outputs`:
 # `pvbench validate` derives every cell's deadline from the workload; the template reads it
 # as a workflow-wide output parameter of this name.
 CELL_TIMEOUT_OUTPUT = "cell-timeout"
+# ... and the deadline of a pod of cells-per-pod cells (one volume wait, then each cell in turn).
+POD_TIMEOUT_OUTPUT = "pod-timeout"
+# A pod of several cells: cell i's fresh volume is mounted at TARGET_DIR/i, volume POD_VOLUME_PREFIX + i.
+POD_VOLUME_PREFIX = "target-"
 # The report step says where the run's report is stored (s3://<bucket>/analytics/…/report/) and,
 # with the chart's report.url, where it opens: workflow-wide outputs of these names.
 REPORT_LOCATION_OUTPUT = "report-location"

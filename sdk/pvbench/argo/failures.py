@@ -16,8 +16,12 @@ import json
 import re
 
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
+from pvbench.cells.matrix import POD_CELLS_KEY, parse_pod_cells
 
 CELL_TEMPLATES = ("benchmark-cell", "client-cell", "shared-client-cell")  # a fan-out item each
+POD_TEMPLATE = "benchmark-pod"  # a pod of several cells: its item is their `cells` text
+# `pvbench fio-pod`'s message names each failed cell: "2 of 8 cells failed: a:w:1:0 (why); b:w:1:3 (why)"
+_FAILED_CELL = re.compile(r"(?:failed: |; )(?P<cell>[a-z0-9.-]+:[a-z0-9-]+:\d+:\d+) \(")
 _ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
 # What a parent node says when only a child failed: not a failure of its own.
 _ONLY_A_CHILD = re.compile(
@@ -50,6 +54,9 @@ def parse_failures(text: str | None) -> list[dict]:
     for node in value:
         template, message = node.get("templateName") or "", (node.get("message") or "").strip()
         display = node.get("displayName") or ""
+        if template == POD_TEMPLATE:
+            rows += _pod_rows(node, display, message)
+            continue
         cell = cell_of(display) if template in CELL_TEMPLATES else {}
         if not cell and (not message or _ONLY_A_CHILD.search(message)):
             continue  # e.g. the fan-out's group node, or a DAG that only says a child failed
@@ -66,6 +73,24 @@ def parse_failures(text: str | None) -> list[dict]:
         row.update(cell)
         rows.append(row)
     return rows
+
+
+def _pod_rows(node: dict, display: str, message: str) -> list[dict]:
+    """A failed pod of several cells: a row per cell its message names as failed; if it names
+    none (the pod itself failed: its deadline, an eviction), a row per cell of the pod."""
+    named = [m["cell"] for m in _FAILED_CELL.finditer(message)]
+    match = _ITEM.match(display)
+    text = " ".join(named) or (match["item"].removeprefix(POD_CELLS_KEY + ":") if match else "")
+    try:
+        cells = parse_pod_cells(text)
+    except ValueError:
+        cells = []
+    base = {"node": display, "template": POD_TEMPLATE, "phase": node.get("phase") or "", "message": message}
+    base["finished_at"] = node.get("finishedAt") or None
+    return [
+        {**base, "storage_class": cell["storage_class"], "workload": cell["workload"], "rep": cell["rep"]}
+        for cell in cells
+    ] or [{**base, "storage_class": None, "workload": None, "rep": None}]
 
 
 def cell_of(display_name: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from pvbench.cells.cell import Cell, check_repetitions, check_storage_class_name
+from pvbench.cells.cell import FAN_OUT_ITEM_KEYS, Cell, check_repetitions, check_storage_class_name
 from pvbench.profiles import ProfileError, load_profile
 
 
@@ -75,24 +75,63 @@ def expand(
 
 
 CELLS_FAN_OUT = "cells"  # cells that run as one pod
+CELL_PODS_FAN_OUT = "cell-pods"  # cells-per-pod > 1: several one-pod cells per pod, a fresh volume each
 CLIENT_CELLS_FAN_OUT = "client-cells"  # N client pods, each with its own volume, a barrier, a merge step
 SHARED_CLIENT_CELLS_FAN_OUT = "shared-client-cells"  # N client pods on one ReadWriteMany volume
-FAN_OUTS = (CELLS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT)
+FAN_OUTS = (CELLS_FAN_OUT, CELL_PODS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT)
 # The adaptive check's output parameter (and file, + .json) for each fan-out's next round
 NEXT_ROUND = {
     CELLS_FAN_OUT: "next",
+    CELL_PODS_FAN_OUT: "next-pods",
     CLIENT_CELLS_FAN_OUT: "next-clients",
     SHARED_CLIENT_CELLS_FAN_OUT: "next-shared-clients",
 }
+# How many one-pod cells one pod may run, one after another, each on its own fresh volume
+# (docs/kubernetes.md, "Cells per pod"): the pod's volumes all exist while it runs.
+MAX_CELLS_PER_POD = 16
+# A pod's cells as one fan-out item: {"cells": "class:workload:rep:order class:…"}. Plain text,
+# not JSON: Argo names the pod's node after it, and its template splits it in an expression
+# (the classes of the pod's volumes). Class names (DNS-1123) and test names (a-z0-9-) hold no
+# ':' or ' '.
+POD_CELLS_KEY = "cells"
+
+
+def pod_cells_text(items: list[dict]) -> str:
+    """Fan-out items (FAN_OUT_ITEM_KEYS) as a pod's ``cells`` text, in their order."""
+    return " ".join(":".join(str(item[key]) for key in FAN_OUT_ITEM_KEYS) for item in items)
+
+
+def parse_pod_cells(text: str) -> list[dict]:
+    """A pod's ``cells`` text back into fan-out items; ValueError names what is wrong."""
+    items = []
+    for part in text.split():
+        fields = part.split(":")
+        if len(fields) != len(FAN_OUT_ITEM_KEYS):
+            raise ValueError(f"a pod's cell {part!r} is not class:workload:rep:order")
+        item = dict(zip(FAN_OUT_ITEM_KEYS, fields))
+        try:
+            item["rep"], item["order"] = int(item["rep"]), int(item["order"])
+        except ValueError:
+            raise ValueError(f"a pod's cell {part!r}: rep and order are whole numbers") from None
+        items.append(item)
+    if not items:
+        raise ValueError("a pod needs at least one cell")
+    return items
+
+
 # How a multi-client cell's client pods get their volumes: own = a fresh PVC each (ReadWriteOnce);
 # shared = one fresh ReadWriteMany PVC of the class for all N, each client in its own directory.
 CLIENT_VOLUMES = ("own", "shared")
 
 
-def argo_fan_outs(items: list[tuple[str, str, dict]], client_volumes: str = "own") -> dict[str, list[dict]]:
+def argo_fan_outs(
+    items: list[tuple[str, str, dict]], client_volumes: str = "own", cells_per_pod: int = 1
+) -> dict[str, list[dict]]:
     """A run's fan-out items (``(profile, workload, item)``, in the run's order) as the benchmark
     template's fan-outs (FAN_OUTS), each keeping that order; the multi-client ones' items also
     say ``clients`` (how many client pods), and ``client_volumes`` picks which of the two they go to.
+    With ``cells_per_pod`` > 1 the one-pod cells go to CELL_PODS_FAN_OUT instead, consecutive
+    cells of the order grouped that many to a pod (the last pod may have fewer).
 
     A profile with a multi-client test runs *all* its cells as client pods, N = 1 too: then x1 and
     xN are measured by the same kind of pods (volume, barrier, merge), and a run of that profile
@@ -100,6 +139,7 @@ def argo_fan_outs(items: list[tuple[str, str, dict]], client_volumes: str = "own
     """
     if client_volumes not in CLIENT_VOLUMES:
         raise ProfileError(f"client volumes {client_volumes!r}: choose one of {', '.join(CLIENT_VOLUMES)}")
+    check_cells_per_pod(cells_per_pod)
     clients_fan_out = CLIENT_CELLS_FAN_OUT if client_volumes == "own" else SHARED_CLIENT_CELLS_FAN_OUT
     fan_outs: dict[str, list[dict]] = {name: [] for name in FAN_OUTS}
     loaded = {}
@@ -109,4 +149,15 @@ def argo_fan_outs(items: list[tuple[str, str, dict]], client_volumes: str = "own
             fan_outs[clients_fan_out].append({**item, "clients": profile.test(workload).clients})
         else:
             fan_outs[CELLS_FAN_OUT].append(item)
+    if cells_per_pod > 1:
+        cells, fan_outs[CELLS_FAN_OUT] = fan_outs[CELLS_FAN_OUT], []
+        fan_outs[CELL_PODS_FAN_OUT] = [
+            {POD_CELLS_KEY: pod_cells_text(cells[i : i + cells_per_pod])} for i in range(0, len(cells), cells_per_pod)
+        ]
     return fan_outs
+
+
+def check_cells_per_pod(value: int) -> int:
+    if not 1 <= value <= MAX_CELLS_PER_POD:
+        raise ProfileError(f"cells per pod {value}: choose 1 to {MAX_CELLS_PER_POD}")
+    return value

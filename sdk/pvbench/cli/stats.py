@@ -241,6 +241,9 @@ def ci_check(
     client_volumes: Annotated[
         str, typer.Option(help="Multi-client cells' volumes (own or shared): which --outputs list they go to")
     ] = "own",
+    cells_per_pod: Annotated[
+        int, typer.Option(help="One-pod cells to a pod in --outputs (as `pvbench expand --cells-per-pod`)")
+    ] = 1,
 ) -> None:
     """Is every cell's mean precise enough? Prints JSON; exit 0 if so, 1 if some cells need more reps.
 
@@ -283,6 +286,7 @@ def ci_check(
         fan_outs = argo_fan_outs(
             [(nxt["profile"], nxt["workload"], {k: nxt[k] for k in FAN_OUT_ITEM_KEYS}) for nxt in next_cells],
             client_volumes,
+            cells_per_pod,
         )
         for fan_out, name in NEXT_ROUND.items():
             (outputs / f"{name}.json").write_text(json.dumps(fan_outs[fan_out]) + "\n")

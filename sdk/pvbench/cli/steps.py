@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
-from pvbench.argo.conventions import CELL_TIMEOUT_OUTPUT, DEFAULT_MAX_STORAGE_CLASSES, MAX_STORAGE_CLASSES_ENV
+from pvbench.argo.conventions import (
+    CELL_TIMEOUT_OUTPUT,
+    DEFAULT_MAX_STORAGE_CLASSES,
+    MAX_STORAGE_CLASSES_ENV,
+    POD_TIMEOUT_OUTPUT,
+    POD_VOLUME_PREFIX,
+)
 from pvbench.cells.guards import KEEP_FLAGGED_ENV
 from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.cli.profiles import PROFILE_NAMES
@@ -51,6 +59,13 @@ ProfilesOpt = Annotated[str, typer.Option("--profiles", help=f"Profiles, comma-s
 RepsOpt = Annotated[int, typer.Option(help="Repetitions of every cell")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the randomized cell order")]
 TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, comma-separated")]
+CellsPerPodOpt = Annotated[
+    int,
+    typer.Option(
+        help="One-pod cells run this many to a pod, one after another, each on its own fresh volume "
+        "(Argo's per-step cost paid once per pod; the pod's volumes all exist while it runs)"
+    ),
+]
 
 
 @app.command()
@@ -73,6 +88,7 @@ def expand(
     client_volumes: Annotated[
         str, typer.Option(help="Multi-client cells' volumes: own (a PVC per client pod) or shared (one RWX PVC)")
     ] = "own",
+    cells_per_pod: CellsPerPodOpt = 1,
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
@@ -84,7 +100,9 @@ def expand(
 
     cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
     try:
-        fan_outs = argo_fan_outs([(c.profile_spec, c.workload, c.fan_out_item()) for c in cells], client_volumes)
+        fan_outs = argo_fan_outs(
+            [(c.profile_spec, c.workload, c.fan_out_item()) for c in cells], client_volumes, cells_per_pod
+        )
     except ProfileError as exc:
         fail(str(exc))
     sys.stdout.write(json.dumps([cell.fan_out_item() for cell in cells]) + "\n")
@@ -135,23 +153,29 @@ def validate(
             help="Guard rules whose flagged results the run's statistics keep (pvbench.cells.guards)",
         ),
     ] = "",
+    cells_per_pod: CellsPerPodOpt = 1,
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
     Also derives each cell's deadline from its workload (waiting for the volume, fio's time, laying
-    out its files, start-up) and, with --outputs, writes the longest one for the Argo template.
+    out its files, start-up) and, with --outputs, writes the longest one for the Argo template, and
+    a pod's (one volume wait, then cells-per-pod of the longest cell).
     """
     import math
 
     from pvbench.analytics.inputs import check_keep_flagged
     from pvbench.analytics.tables import AnalyticsError
     from pvbench.cells.guards import split_rules
-    from pvbench.cells.matrix import CLIENT_VOLUMES
+    from pvbench.cells.matrix import CLIENT_VOLUMES, check_cells_per_pod
     from pvbench.cells.run import TimingOverrides, max_jobs, plan_cell
     from pvbench.profiles import parse_seconds, parse_size
 
     if client_volumes not in CLIENT_VOLUMES:
         fail(f"client volumes {client_volumes!r}: choose one of {', '.join(CLIENT_VOLUMES)}")
+    try:
+        check_cells_per_pod(cells_per_pod)
+    except ProfileError as exc:
+        fail(str(exc))
     try:  # the statistics steps read it at the end of the run: a typo must not wait for that
         check_keep_flagged(split_rules(keep_flagged))
     except AnalyticsError as exc:
@@ -187,9 +211,11 @@ def validate(
             deadline = max(deadline, plan.deadline_s(volume_wait))
     except ProfileError as exc:
         fail(str(exc))
+    pod_deadline = volume_wait + cells_per_pod * (deadline - volume_wait)
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
         (outputs / CELL_TIMEOUT_OUTPUT).write_text(f"{math.ceil(deadline)}s")
+        (outputs / POD_TIMEOUT_OUTPUT).write_text(f"{math.ceil(pod_deadline)}s")
     console.print(
         f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
         f"(volume wait {volume_timeout} + fio)"
@@ -310,12 +336,24 @@ def fio_step(
     if merge is not None:
         doc, raw = _merge_pod_clients(plan, labels, merge)
     else:
-        doc, raw = _run_whole_cell(plan, labels, target, cleanup)
+        try:
+            doc, raw = _run_whole_cell(plan, labels, target, cleanup)
+        except CellFailed as exc:
+            fail(str(exc), code=exc.code)
     _report_cell(doc, raw, out, store_obj, spool)
 
 
-def _run_whole_cell(plan, labels, target: Path, cleanup: bool):
-    """Every client of the cell here (one fio, or N behind the file barrier), its lifecycle read first."""
+class CellFailed(Exception):
+    """A cell measured nothing: fio failed (code 1) or was stopped by a signal (its code)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def _run_whole_cell(plan, labels, target: Path, cleanup: bool, volume_name: str | None = None):
+    """Every client of the cell here (one fio, or N behind the file barrier), its lifecycle read
+    first (of the pod's volume ``volume_name``, if not the one-cell pod's); CellFailed if none."""
     from pvbench.cells.run import run_cell
     from pvbench.fio.runner import FioError
     from pvbench.fio.target import remove_fio_files
@@ -325,7 +363,7 @@ def _run_whole_cell(plan, labels, target: Path, cleanup: bool):
     cell = plan.cell
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
     # In a Kubernetes pod: how long its volume took to become usable, read before fio starts
-    lifecycle, lifecycle_problem = read_own()
+    lifecycle, lifecycle_problem = read_own(**({"volume_name": volume_name} if volume_name else {}))
     if lifecycle_problem:
         console.print(f"  [yellow]{lifecycle_problem}[/]")
     try:
@@ -336,13 +374,98 @@ def _run_whole_cell(plan, labels, target: Path, cleanup: bool):
         ):
             doc, raw = run_cell(plan, labels)
     except FioError as exc:
-        fail(f"{cell.describe()}: {exc}", code=1)
+        raise CellFailed(f"{cell.describe()}: {exc}", 1) from None
     except Interrupted as exc:
-        fail(f"{cell.describe()}: {exc}; fio was stopped, no result for this cell", code=exc.exit_code)
+        raise CellFailed(f"{cell.describe()}: {exc}; fio was stopped, no result for this cell", exc.exit_code) from None
     finally:
         if cleanup:
             remove_fio_files(target)
     return _with_lifecycle(doc, lifecycle, lifecycle_problem), raw
+
+
+# ---------------------------------------------------------------- several cells in one pod
+# Argo's executor shows what a step writes here as the node's progress ("3/8") in the UI.
+ARGO_PROGRESS_ENV = "ARGO_PROGRESS_FILE"
+# What a failed container writes here is its message in `kubectl describe` and Argo's node.
+TERMINATION_LOG = Path("/dev/termination-log")
+
+
+@app.command("fio-pod")
+def fio_pod(
+    campaign: CampaignOpt,
+    run: RunOpt,
+    occasion: OccasionOpt,
+    profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
+    cells: Annotated[
+        str, typer.Option(help="The pod's cells, 'class:workload:rep:order …' in their order (a cell-pods item)")
+    ],
+    targets: Annotated[Path, typer.Option(help="Cell i runs on its own fresh volume, mounted at TARGETS/i (i from 0)")],
+    out: Annotated[Path, typer.Option(help="Each cell's result files go under OUT/<its key below --key>")],
+    key: Annotated[
+        str,
+        typer.Option(
+            help="The store key the caller will upload --out under (the run's results prefix); refused unless it "
+            "is the key layout's own"
+        ),
+    ],
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the randomized order, recorded in the results")] = None,
+    ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
+    runtime: Annotated[Optional[str], typer.Option(help="Runtime override, e.g. 15s")] = None,
+    size: Annotated[Optional[str], typer.Option(help="File size override, e.g. 1G")] = None,
+    label: Annotated[Optional[list[str]], typer.Option(help="key=value label on the results, repeatable")] = None,
+    cleanup: Annotated[bool, typer.Option(help="Remove fio's files from each volume after its cell")] = False,
+) -> None:
+    """Run several one-pod cells in this pod, one after another, each on its own fresh volume.
+
+    What `fio-step` does for one cell, for each (its volume's lifecycle, fio, its result files).
+    A failed cell does not stop the others; the command then exits 1 naming every failed cell.
+    """
+    from pvbench.cells.cell import Cell
+    from pvbench.cells.matrix import parse_pod_cells, pod_cells_text
+    from pvbench.cells.run import TimingOverrides, plan_cell
+    from pvbench.store.layout import results_prefix
+
+    try:
+        labels = parse_labels(label or [])
+        if key.strip("/") != results_prefix(campaign, run):
+            raise ValueError(
+                f"the results would be stored under {key!r}, but the key layout puts this run's at "
+                f"{results_prefix(campaign, run)!r}; the template and pvbench disagree"
+            )
+        items = parse_pod_cells(cells)
+        overrides = TimingOverrides(ramp, runtime, size)
+        plans = [
+            plan_cell(
+                Cell(campaign=campaign, run=run, occasion=occasion, profile=profile, seed=seed, **item),
+                targets / str(i),
+                overrides,
+            )
+            for i, item in enumerate(items)
+        ]
+    except (ProfileError, ValueError) as exc:
+        fail(str(exc))
+    progress = os.environ.get(ARGO_PROGRESS_ENV)
+    failed: list[str] = []
+    for i, (item, plan) in enumerate(zip(items, plans)):
+        try:
+            doc, raw = _run_whole_cell(plan, labels, plan.target, cleanup, volume_name=f"{POD_VOLUME_PREFIX}{i}")
+        except CellFailed as exc:
+            console.print(f"[bold red]cell failed:[/] {escape(str(exc))}")
+            if exc.code not in (0, 1):  # stopped by a signal: the pod is going, so are its other cells
+                fail(str(exc), code=exc.code)
+            failed.append(f"{pod_cells_text([item])} ({exc})")
+        else:
+            below = plan.cell.identity().prefix().removeprefix(key.strip("/")).strip("/")
+            _report_cell(doc, raw, out / below, None, None)
+        if progress:  # Argo's own progress: the UI shows "cells done/cells"
+            Path(progress).write_text(f"{i + 1}/{len(plans)}\n")
+    if failed:
+        message = f"{len(failed)} of {len(plans)} cells failed: " + "; ".join(failed)
+        try:
+            TERMINATION_LOG.write_text(message[:4000])  # the node's message in Argo (Kubernetes keeps 4 KiB)
+        except OSError:
+            pass  # not in a container
+        fail(message, code=1)
 
 
 def _with_lifecycle(doc, lifecycle, problem: str | None):

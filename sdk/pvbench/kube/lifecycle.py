@@ -102,9 +102,15 @@ def from_objects(
 
 
 def read(
-    api: Api, namespace: str, pod_name: str, container: str = "main", wait_s: float = STATUS_WAIT_S
+    api: Api,
+    namespace: str,
+    pod_name: str,
+    container: str = "main",
+    wait_s: float = STATUS_WAIT_S,
+    volume_name: str = VOLUME_NAME,
 ) -> VolumeLifecycle:
-    """Read the pod, its volume under test, that volume's PV and the pod's events, then compute."""
+    """Read the pod, its volume under test (``volume_name``: a pod of several cells has one per
+    cell), that volume's PV and the pod's events, then compute."""
     base = f"/api/v1/namespaces/{namespace}"
     pod = api.get(f"{base}/pods/{pod_name}")
     # The kubelet reports the container's start to the API server a moment after it started (seen:
@@ -118,7 +124,8 @@ def read(
         notes.append(f"container {container}: no start time in the pod's status after {wait_s:g} s")
     claim = volume = None
     names = claim_names(pod)
-    name = f"{pod_name}-{VOLUME_NAME}" if f"{pod_name}-{VOLUME_NAME}" in names else (names[0] if names else None)
+    own = f"{pod_name}-{volume_name}"
+    name = own if own in names else (names[0] if names else None)
     if name is None:
         notes.append("the pod has no persistent volume claim")
     else:
@@ -147,7 +154,7 @@ def read(
     return lifecycle
 
 
-def read_own(container: str = "main") -> tuple[VolumeLifecycle | None, str | None]:
+def read_own(container: str = "main", volume_name: str = VOLUME_NAME) -> tuple[VolumeLifecycle | None, str | None]:
     """The lifecycle of the pod this process runs in; (None, why) outside Kubernetes or without rights.
 
     Outside a pod (local mode, a test) there is nothing to read and nothing to say.
@@ -156,6 +163,6 @@ def read_own(container: str = "main") -> tuple[VolumeLifecycle | None, str | Non
     if not pod_name or not namespace:
         return None, None
     try:
-        return read(Api.in_cluster(), namespace, pod_name, container), None
+        return read(Api.in_cluster(), namespace, pod_name, container, volume_name=volume_name), None
     except KubeError as exc:
         return None, f"volume lifecycle not read: {exc}"
