@@ -29,6 +29,10 @@ PARAMS = {
     "repetitions": "1",
     "seed": "5",
     "cells-per-pod": "3",
+    # adaptive: each cell has 1 value (< 5), so round 1 repeats every cell, through the same pods
+    # (next-pods); at 2 (the cap) round 2 says done
+    "adaptive-target": "0.02",
+    "adaptive-max-repetitions": "2",
     "build-report": "false",
     "volume-timeout": "5m",  # the pod may wait for the node while other tests' cells hold it
 }
@@ -41,7 +45,7 @@ def run():
     return {"name": r.name, "wf": r.workflow, "pvcs": r.pvcs, "minio": pod_minio()}
 
 
-def test_the_cells_run_three_to_a_pod_in_the_runs_order(run):
+def test_the_cells_run_three_to_a_pod_in_the_runs_order_and_so_do_the_adaptive_rounds(run):
     wf = run["wf"]
     assert wf["status"]["phase"] == "Succeeded", describe(wf)
     pods = sorted(
@@ -50,8 +54,10 @@ def test_the_cells_run_three_to_a_pod_in_the_runs_order(run):
     )
     assert not [n for n in nodes(wf) if n.get("templateName") == "benchmark-cell" and n["type"] == "Pod"]
     cells = [parse_pod_cells(n["inputs"]["parameters"][0]["value"]) for n in pods]
-    assert [len(c) for c in cells] == [3, 1]  # 2 classes × 2 tests
-    assert [cell["order"] for pod in cells for cell in pod] == list(range(4))  # the seeded order, kept
+    # 2 classes × 2 tests, then round 1's second repetition of each, in pods of 3 again
+    assert [len(c) for c in cells] == [3, 1, 3, 1], describe(wf)
+    assert [cell["order"] for pod in cells for cell in pod] == list(range(8))  # the seeded order, kept
+    assert [cell["rep"] for pod in cells for cell in pod] == [1] * 4 + [2] * 4
 
 
 def test_each_cell_has_its_result_and_its_own_fresh_volume_of_its_class(run):
@@ -60,8 +66,8 @@ def test_each_cell_has_its_result_and_its_own_fresh_volume_of_its_class(run):
         k for k in minio.keys(BUCKET, results_prefix(PARAMS["campaign"], name) + "/") if k.endswith(RESULT_FILE)
     )
     docs = [ResultDocument.from_json(minio.client().get_object(BUCKET, k).read()) for k in keys]
-    assert sorted((d.identity.storage_class, d.identity.workload) for d in docs) == sorted(
-        (sc, t) for sc in CLASSES for t in TESTS
+    assert sorted((d.identity.storage_class, d.identity.workload, d.identity.rep) for d in docs) == sorted(
+        (sc, t, rep) for sc in CLASSES for t in TESTS for rep in (1, 2)
     )
     claims = []
     for key, doc in zip(keys, docs):
