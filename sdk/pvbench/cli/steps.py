@@ -22,6 +22,7 @@ from pvbench.cells.guards import KEEP_FLAGGED_ENV
 from pvbench.cli.common import console, fail, parse_labels, split_list
 from pvbench.cli.profiles import PROFILE_NAMES
 from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
+from pvbench.kube.lifecycle import VOLUME_NAME
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
 from pvbench.results.schema import LIFECYCLE_METRICS
 from pvbench.store.layout import CLIENT_FILE, FIO_LOGS_FILE, RAW_FIO_FILE, RESULT_FILE
@@ -351,9 +352,9 @@ class CellFailed(Exception):
         self.code = code
 
 
-def _run_whole_cell(plan, labels, target: Path, cleanup: bool, volume_name: str | None = None):
+def _run_whole_cell(plan, labels, target: Path, cleanup: bool, volume_name: str = VOLUME_NAME):
     """Every client of the cell here (one fio, or N behind the file barrier), its lifecycle read
-    first (of the pod's volume ``volume_name``, if not the one-cell pod's); CellFailed if none."""
+    first (of the pod's volume ``volume_name``: a pod of several cells has one each); CellFailed if none."""
     from pvbench.cells.run import run_cell
     from pvbench.fio.runner import FioError
     from pvbench.fio.target import remove_fio_files
@@ -363,7 +364,7 @@ def _run_whole_cell(plan, labels, target: Path, cleanup: bool, volume_name: str 
     cell = plan.cell
     console.print(f"[bold]pvbench[/] {cell.describe()} on {target}")
     # In a Kubernetes pod: how long its volume took to become usable, read before fio starts
-    lifecycle, lifecycle_problem = read_own(**({"volume_name": volume_name} if volume_name else {}))
+    lifecycle, lifecycle_problem = read_own(volume_name=volume_name)
     if lifecycle_problem:
         console.print(f"  [yellow]{lifecycle_problem}[/]")
     try:
