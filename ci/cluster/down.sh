@@ -7,6 +7,8 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# every node up.sh can make, whatever PVBENCH_CLUSTER_NODES says now
+ALL_NODES="2 1"
 KEEP_STATE=0
 [ "${1:-}" = "--keep-state" ] && KEEP_STATE=1
 [ "$(id -u)" -eq 0 ] || die "down.sh needs root"
@@ -18,34 +20,39 @@ if [ -n "$LOGDIR" ] && [ -d "$LOGDIR" ] && [ -x "$BIN/kubectl" ] && [ -s "$KUBEC
   k get nodes,pods,pvc,pv,events -A -o wide --request-timeout 10s >"$LOGDIR/final-state.txt" 2>&1 || true
 fi
 
-# 1. no new containers: stop the kubelet and the provisioner first
-stop_pid kubelet 30
+# 1. no new containers: stop the kubelets and the provisioner first
+for n in $ALL_NODES; do node_env "$n"; stop_pid "kubelet$N_SFX" 30; done
 stop_pid provisioner 5
 
-# 2. containers and sandboxes, through containerd while it still runs
-if pid_alive containerd; then
+# 2. containers and sandboxes, through each node's containerd while it still runs
+for n in $ALL_NODES; do
+  node_env "$n"
+  pid_alive "containerd$N_SFX" || continue
   for ns in k8s.io default; do
-    for t in $(ctr -a "$CTR_SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
-      ctr -a "$CTR_SOCK" -n "$ns" tasks kill -s SIGKILL "$t" >/dev/null 2>&1
+    for t in $(ctr -a "$N_SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
+      ctr -a "$N_SOCK" -n "$ns" tasks kill -s SIGKILL "$t" >/dev/null 2>&1
     done
     sleep 1
-    for t in $(ctr -a "$CTR_SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
-      ctr -a "$CTR_SOCK" -n "$ns" tasks delete -f "$t" >/dev/null 2>&1
+    for t in $(ctr -a "$N_SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
+      ctr -a "$N_SOCK" -n "$ns" tasks delete -f "$t" >/dev/null 2>&1
     done
-    for c in $(ctr -a "$CTR_SOCK" -n "$ns" containers ls -q 2>/dev/null); do
-      ctr -a "$CTR_SOCK" -n "$ns" containers delete "$c" >/dev/null 2>&1
+    for c in $(ctr -a "$N_SOCK" -n "$ns" containers ls -q 2>/dev/null); do
+      ctr -a "$N_SOCK" -n "$ns" containers delete "$c" >/dev/null 2>&1
     done
   done
-fi
-
-# 3. control plane, then containerd
-for p in kube-scheduler kube-controller-manager kube-apiserver etcd containerd nats; do stop_pid "$p" 20; done
-
-# 4. shims and pods' processes left behind: only those started for our containerd socket
-for pid in $(grep -l -s -a -- "$CTR_SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
-  kill -KILL "$pid" 2>/dev/null
 done
-for cg in /sys/fs/cgroup/*/kubepods; do
+
+# 3. control plane, then the containerds
+for p in kube-scheduler kube-controller-manager kube-apiserver etcd containerd containerd2 nats; do stop_pid "$p" 20; done
+
+# 4. shims and pods' processes left behind: only those started for our containerd sockets
+for n in $ALL_NODES; do
+  node_env "$n"
+  for pid in $(grep -l -s -a -- "$N_SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+    kill -KILL "$pid" 2>/dev/null
+  done
+done
+for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/pvbench-node*; do
   [ -d "$cg" ] || continue
   for pid in $(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 done
@@ -65,9 +72,11 @@ if [ -s "$HOST_STATE" ]; then
     losetup "$dev" 2>/dev/null | grep -qF "$file" && losetup -d "$dev"
   done <"$HOST_STATE"
 fi
-for dev in $(for fs in ext4 xfs qos; do losetup -j "$MEDIA/$fs.img" -O NAME -n 2>/dev/null; done); do
+for dev in $(for fs in ext4 xfs qos; do losetup -j "$(media_image "$fs")" -O NAME -n 2>/dev/null; done); do
   losetup -d "$dev"
 done
+# the tmpfs behind pvbench-qos's image: free once its loop device is
+if mountpoint -q "$QOS_BACKING" 2>/dev/null; then umount "$QOS_BACKING" 2>/dev/null || umount -l "$QOS_BACKING"; fi
 
 # 7. network namespaces made by our sandboxes (cni-*), the bridge
 if [ -s "$HOST_STATE" ]; then
@@ -77,14 +86,21 @@ if [ -s "$HOST_STATE" ]; then
     umount "$n" 2>/dev/null; rm -f "$n"
   done
   grep -qx "created /var/run/netns" "$HOST_STATE" && rmdir /var/run/netns 2>/dev/null
-  grep -q "^created-bridge $BRIDGE" "$HOST_STATE" && ip link del "$BRIDGE" 2>/dev/null
+  for n in $ALL_NODES; do
+    node_env "$n"
+    grep -q "^created-bridge $N_BRIDGE\$" "$HOST_STATE" && ip link del "$N_BRIDGE" 2>/dev/null
+  done
 fi
-ip link show "$BRIDGE" >/dev/null 2>&1 && ip addr del "$GATEWAY/24" dev "$BRIDGE" 2>/dev/null
+for n in $ALL_NODES; do
+  node_env "$n"
+  ip link show "$N_BRIDGE" >/dev/null 2>&1 && ip addr del "$N_GATEWAY/24" dev "$N_BRIDGE" 2>/dev/null
+done
 # the DNAT for the `kubernetes` Service (a table of our own: nothing else is touched)
 if command -v nft >/dev/null && nft list table ip "$NFT_TABLE" >/dev/null 2>&1; then nft delete table ip "$NFT_TABLE"; fi
 
 # 8. cgroups the kubelet and runc created (v1 hierarchies and the unified one)
-for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+# (and the cgroup roots of the nodes after the first, made by up.sh)
+for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/pvbench-node*; do
   [ -d "$cg" ] || continue
   find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
   [ -d "$cg" ] && echo "down: could not remove $cg (processes still in it?)" >&2

@@ -31,6 +31,16 @@ NFT_TABLE=pvbench          # `ip pvbench`: the DNAT that stands in for kube-prox
 NATS_PORT=${PVBENCH_CLUSTER_NATS_PORT:-4222}   # the EventBus (JetStream) on $GATEWAY
 NODE_NAME=localhost   # a loopback node IP is refused; the apiserver reaches the kubelet by this name
 
+# Two nodes on this one machine, so that node selections, the per-node mutex and multi-client
+# cells spreading their clients meet more than one node (PVBENCH_CLUSTER_NODES=1: the first only).
+# Node 2 is a second kubelet with a containerd, root dir, cgroup root, pod bridge and /24 of its
+# own; both see the same media. Its name is its address: every 127/8 address is this host's
+# loopback, the kubelet takes an IP-shaped name for its InternalIP (a loopback one is refused
+# only when looked up), and the API server dials it by that name with no /etc/hosts entry.
+NODES=${PVBENCH_CLUSTER_NODES:-2}
+NODE2_NAME=127.0.0.2
+NODE_LABEL=pvbench.io/ci-node   # =1, =2: the tests pin a node by it (also kubernetes.io/hostname)
+
 # The project's venv (Hera, for the CRDs); ci/setup.sh makes it.
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -41,6 +51,11 @@ PKI=$STATE/pki
 MEDIA=$STATE/media
 MEDIA_SIZE=${PVBENCH_CLUSTER_MEDIA_SIZE:-4G}                 # each loop-device file (sparse)
 TMPFS_SIZE=${PVBENCH_CLUSTER_TMPFS_SIZE:-3G}
+QOS_BACKING=$MEDIA/qos-backing                               # a tmpfs holding pvbench-qos's image
+QOS_MEDIA_SIZE=${PVBENCH_CLUSTER_QOS_SIZE:-1G}
+media_image() {  # fs: the file behind that medium's loop device
+  if [ "$1" = qos ]; then echo "$QOS_BACKING/qos.img"; else echo "$MEDIA/$1.img"; fi
+}
 
 # Storage classes: name -> medium. Every class is provisioned by ci/cluster/provisioner.py.
 # pvbench-qos is ext4 too, on a loop device of its own: the class whose driver the upgrade test
@@ -84,6 +99,23 @@ die() { printf '\033[1;31m[cluster] %s\033[0m\n' "$*" >&2; exit 1; }
 
 # kubectl against the node, as cluster-admin.
 k() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+# Node n's settings, as N_* variables (node 1 keeps the names it had as the only node).
+#   node_env 1|2
+node_env() {
+  N=$1
+  local s=; [ "$N" = 1 ] || s=$N
+  N_SFX=$s
+  if [ "$N" = 1 ]; then N_NAME=$NODE_NAME N_ADDR=127.0.0.1 N_CGROUP_ROOT=/; else N_NAME=$NODE2_NAME N_ADDR=$NODE2_NAME N_CGROUP_ROOT=/pvbench-node$N; fi
+  N_BRIDGE=$BRIDGE; [ "$N" = 1 ] || N_BRIDGE=${BRIDGE%0}$((N - 1))   # pvbench0, pvbench1
+  N_NET=${POD_NET%.*}.$(( ${POD_NET##*.} + N - 1 ))     # 10.244.0, 10.244.1
+  N_GATEWAY=$N_NET.1
+  N_SOCK=$RUNDIR/containerd$s.sock
+  N_CTR_ROOT=$CACHE/containerd$s   # images stay imported from one node to the next
+  N_CNI=$STATE/cni$s
+  N_KUBELET_DIR=$STATE/kubelet$s
+}
+POD_SUPERNET=${POD_NET%.*}.0.0/16   # every node's /24: pods route it through their bridge's gateway
 
 pid_alive() {  # name: is the process of $RUNDIR/name.pid running?
   local f=$RUNDIR/$1.pid

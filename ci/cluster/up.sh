@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bring up a real single-node Kubernetes (v1.31.4) on this machine, for pvbench's CI.
+# Bring up a real two-node Kubernetes (v1.31.4) on this machine, for pvbench's CI.
 #
 #   sudo ci/cluster/up.sh          # idempotent: a healthy node is reused as it is
 #   sudo ci/cluster/up.sh --prepare   # only build/cache what the node needs (no node)
@@ -11,8 +11,9 @@
 #   Kubernetes binaries built from the Go module proxy (cached); a static pause image;
 #   the runner and report images built with buildah from the project's own Dockerfiles on
 #   base images made locally with debootstrap (cached by content); etcd, containerd,
-#   kube-apiserver, kube-controller-manager, kube-scheduler and the kubelet as host
-#   processes; a bridge for pods whose host address serves the API; three storage classes
+#   kube-apiserver, kube-controller-manager, kube-scheduler and two kubelets (two nodes, each
+#   with its own containerd and pod bridge) as host processes; pod bridges whose host addresses
+#   serve the API and route between the nodes; storage classes
 #   on different real media (ext4 and XFS on loop devices, tmpfs) with a small provisioner;
 #   the Argo CRDs generated from the schemas the tests validate with.
 # Exit codes: 0 up; 1 failed (logs: see the message); 3 this machine cannot host a node.
@@ -301,15 +302,27 @@ engine_image() {
   echo "$archive"
 }
 
-import_image() {  # archive image: into containerd's k8s.io namespace unless already there
-  local archive=$1 image=$2 want
+import_image() {  # socket archive image: into that containerd's k8s.io namespace unless already there
+  local sock=$1 archive=$2 image=$3 want
   want=$(basename "$archive" .tar)
-  if ctr -a "$CTR_SOCK" -n k8s.io images ls -q "labels.\"pvbench.archive\"==$want" 2>/dev/null | grep -q .; then
+  if ctr -a "$sock" -n k8s.io images ls -q "labels.\"pvbench.archive\"==$want" 2>/dev/null | grep -q .; then
     return
   fi
-  ctr -a "$CTR_SOCK" -n k8s.io images import --no-unpack=false "$archive" >>"$LOGDIR/images.log" 2>&1
+  ctr -a "$sock" -n k8s.io images import --no-unpack=false "$archive" >>"$LOGDIR/images.log" 2>&1
   local ref; ref=$(full_ref "$image")
-  ctr -a "$CTR_SOCK" -n k8s.io images label "$ref" "pvbench.archive=$want" io.cri-containerd.pinned=pinned >>"$LOGDIR/images.log" 2>&1
+  ctr -a "$sock" -n k8s.io images label "$ref" "pvbench.archive=$want" io.cri-containerd.pinned=pinned >>"$LOGDIR/images.log" 2>&1
+}
+
+import_images() {  # n: every image into node n's containerd (any pod may land on any node)
+  node_env "$1"
+  local sock=$N_SOCK
+  import_image "$sock" "$PAUSE_ARCHIVE" "$PAUSE_IMAGE"
+  import_image "$sock" "$RUNNER_ARCHIVE" "$RUNNER_IMAGE"
+  import_image "$sock" "$CONTROLLER_ARCHIVE" "$CONTROLLER_IMAGE"
+  import_image "$sock" "$EXECUTOR_ARCHIVE" "$EXECUTOR_IMAGE"
+  import_image "$sock" "$ARGOCLI_ARCHIVE" "$ARGOCLI_IMAGE"
+  import_image "$sock" "$EVENTS_ARCHIVE" "$EVENTS_IMAGE"
+  if [ -n "$REPORT_ARCHIVE" ]; then import_image "$sock" "$REPORT_ARCHIVE" "$REPORT_IMAGE"; fi
 }
 
 # ------------------------------------------------------------------ host state
@@ -330,45 +343,55 @@ record_host_state() {  # once per node: what down.sh restores
 }
 
 network() {
-  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    ip link add "$BRIDGE" type bridge
-    echo "created-bridge $BRIDGE" >>"$STATE/host-state"
-  fi
-  ip addr show dev "$BRIDGE" | grep -q "inet $GATEWAY/24" || ip addr add "$GATEWAY/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-  mkdir -p "$STATE/cni/net.d" "$STATE/cni/ipam"
-  cat >"$STATE/cni/net.d/10-pvbench.conflist" <<EOF
+  local n bridges=()
+  for n in $(seq "$NODES"); do
+    node_env "$n"
+    bridges+=("$N_BRIDGE")
+    if ! ip link show "$N_BRIDGE" >/dev/null 2>&1; then
+      ip link add "$N_BRIDGE" type bridge
+      echo "created-bridge $N_BRIDGE" >>"$STATE/host-state"
+    fi
+    ip addr show dev "$N_BRIDGE" | grep -q "inet $N_GATEWAY/24" || ip addr add "$N_GATEWAY/24" dev "$N_BRIDGE"
+    ip link set "$N_BRIDGE" up
+    mkdir -p "$N_CNI/net.d" "$N_CNI/ipam"
+    # the network's name is the prefix of the files CNI leaves in /var/lib/cni/results (down.sh)
+    cat >"$N_CNI/net.d/10-pvbench.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
-  "name": "pvbench",
+  "name": "pvbench$([ "$n" = 1 ] || echo "-node$n")",
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "$BRIDGE",
+      "bridge": "$N_BRIDGE",
       "isGateway": false,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$STATE/cni/ipam",
-        "ranges": [[{"subnet": "$POD_NET.0/24", "rangeStart": "$POD_NET.10", "rangeEnd": "$POD_NET.250", "gateway": "$GATEWAY"}]],
-        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$GATEWAY"}]
+        "dataDir": "$N_CNI/ipam",
+        "ranges": [[{"subnet": "$N_NET.0/24", "rangeStart": "$N_NET.10", "rangeEnd": "$N_NET.250", "gateway": "$N_GATEWAY"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$N_GATEWAY"}, {"dst": "$POD_SUPERNET", "gw": "$N_GATEWAY"}]
       }
     }
   ]
 }
 EOF
+  done
+  # Pods of one node reach the other's (a multi-client cell's barrier) and the services on the
+  # first bridge's address through the host, which routes between the bridges.
+  [ "$NODES" = 1 ] || sysctl -q -w net.ipv4.ip_forward=1
   # No kube-proxy: in-cluster clients (Argo's executor in every step pod, the controllers,
   # the event sources and sensors) dial the `kubernetes` Service, $API_SERVICE_IP:443. Pods
-  # route the service range to the bridge (the CNI routes above) and one DNAT rule in a
+  # route the service range to their bridge (the CNI routes above) and one DNAT rule in a
   # table of our own sends that address to the API server, as kube-proxy would.
   if ! nft list table ip "$NFT_TABLE" >/dev/null 2>&1; then
     echo "nft-table ip $NFT_TABLE" >>"$STATE/host-state"
+    local ifs; ifs=$(printf '"%s", ' "${bridges[@]}")
     nft -f - <<EOF
 table ip $NFT_TABLE {
   chain prerouting {
     type nat hook prerouting priority dstnat; policy accept;
-    iifname "$BRIDGE" ip daddr $API_SERVICE_IP tcp dport 443 dnat to $GATEWAY:$API_PORT
+    iifname { ${ifs%, } } ip daddr $API_SERVICE_IP tcp dport 443 dnat to $GATEWAY:$API_PORT
   }
 }
 EOF
@@ -379,13 +402,20 @@ media() {
   mkdir -p "$MEDIA"
   local fs dev
   # qos: an ext4 of its own, for the class whose driver the upgrade test changes
-  # (sdk/tests/test_cluster_upgrade.py): a throttle on its loop device slows that class alone
+  # (sdk/tests/test_cluster_upgrade.py): a throttle on its loop device slows that class alone.
+  # Its file is in memory: the other node's cells on the disk-backed media share this host's
+  # disk, and at the same time they made its baselines as slow as the driver's limit (seen).
+  mkdir -p "$QOS_BACKING"
+  mountpoint -q "$QOS_BACKING" || mount -t tmpfs -o "size=$QOS_MEDIA_SIZE,mode=0700" pvbench-qos-backing "$QOS_BACKING"
+  local img size
   for fs in ext4 xfs qos; do
     mkdir -p "$MEDIA/$fs"
     mountpoint -q "$MEDIA/$fs" && continue
-    truncate -s "$MEDIA_SIZE" "$MEDIA/$fs.img"
-    dev=$(losetup --find --show --direct-io=on "$MEDIA/$fs.img")
-    echo "loop $dev $MEDIA/$fs.img" >>"$STATE/host-state"
+    img=$(media_image "$fs") size=$MEDIA_SIZE
+    [ "$fs" = qos ] && size=$QOS_MEDIA_SIZE
+    truncate -s "$size" "$img"
+    dev=$(losetup --find --show --direct-io=on "$img")
+    echo "loop $dev $img" >>"$STATE/host-state"
     case $fs in
       ext4 | qos) mkfs.ext4 -q -F -L "pvbench-$fs" "$dev" ;;
       xfs) mkfs.xfs -q -f -L pvbench-xfs "$dev" ;;
@@ -397,33 +427,15 @@ media() {
 }
 
 # ------------------------------------------------------------------ certificates and kubeconfigs
-pki() {
-  if [ -s "$PKI/ca.crt" ] && [ ! -s "$PKI/nats.crt" ]; then
-    # the EventBus: Argo Events' JetStream clients insist on TLS (they do not verify it)
-    (cd "$PKI" && openssl req -new -newkey rsa:2048 -nodes -keyout nats.key -out nats.csr -subj "/CN=pvbench-nats" \
-        -addext "subjectAltName=IP:$GATEWAY" 2>/dev/null &&
-      openssl x509 -req -in nats.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out nats.crt -days 365 \
-        -copy_extensions copy 2>/dev/null && rm -f nats.csr && chmod 600 nats.key)
-  fi
-  [ -s "$PKI/ca.crt" ] && [ -s "$KUBECONFIG_PATH" ] && return
-  mkdir -p "$PKI"; cd "$PKI"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 365 -subj "/CN=pvbench-ci-ca" 2>/dev/null
-  cert() {  # name subject [san]
-    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" ${3:+-addext "subjectAltName=$3"} 2>/dev/null
-    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 365 ${3:+-copy_extensions copy} 2>/dev/null
-    rm -f "$1.csr"
-  }
-  cert apiserver "/CN=kube-apiserver" "IP:$GATEWAY,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-  cert admin "/O=system:masters/CN=pvbench-admin"
-  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
-  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-  cert controller-manager "/CN=system:kube-controller-manager"
-  cert scheduler "/CN=system:kube-scheduler"
-  openssl genrsa -out sa.key 2048 2>/dev/null
-  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-  chmod 600 ./*.key
-  kubeconfig() {  # file user
-    cat >"$1" <<EOF
+pki_cert() {  # name subject [san]: a key and a certificate signed by the node's CA, in $PKI
+  (cd "$PKI" &&
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" ${3:+-addext "subjectAltName=$3"} 2>/dev/null &&
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 365 ${3:+-copy_extensions copy} 2>/dev/null &&
+    rm -f "$1.csr" && chmod 600 "$1.key")
+}
+
+pki_kubeconfig() {  # file user
+  cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -441,13 +453,36 @@ contexts:
   context: {cluster: pvbench, user: $2, namespace: pvbench}
 current-context: pvbench
 EOF
-  }
-  kubeconfig "$PKI/kubelet.kubeconfig" kubelet
-  kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
-  kubeconfig "$PKI/scheduler.kubeconfig" scheduler
-  kubeconfig "$KUBECONFIG_PATH.tmp" admin && mv "$KUBECONFIG_PATH.tmp" "$KUBECONFIG_PATH"
-  cd - >/dev/null
-  pki  # the NATS certificate, signed by the CA just made
+}
+
+kubelet_pki() {  # n: node n's kubelet identity (system:node:<name>, what NodeRestriction checks)
+  node_env "$1"
+  pki_cert "kubelet$N_SFX" "/O=system:nodes/CN=system:node:$N_NAME"
+  pki_kubeconfig "$PKI/kubelet$N_SFX.kubeconfig" "kubelet$N_SFX"
+}
+
+pki() {
+  if [ -s "$PKI/ca.crt" ] && [ ! -s "$PKI/nats.crt" ]; then
+    # the EventBus: Argo Events' JetStream clients insist on TLS (they do not verify it)
+    pki_cert nats "/CN=pvbench-nats" "IP:$GATEWAY"
+  fi
+  local n
+  if [ -s "$PKI/ca.crt" ]; then
+    for n in $(seq "$NODES"); do node_env "$n"; [ -s "$PKI/kubelet$N_SFX.kubeconfig" ] || kubelet_pki "$n"; done
+  fi
+  [ -s "$PKI/ca.crt" ] && [ -s "$KUBECONFIG_PATH" ] && return
+  mkdir -p "$PKI"
+  (cd "$PKI" && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 365 -subj "/CN=pvbench-ci-ca" 2>/dev/null)
+  pki_cert apiserver "/CN=kube-apiserver" "IP:$GATEWAY,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  pki_cert admin "/O=system:masters/CN=pvbench-admin"
+  pki_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  pki_cert controller-manager "/CN=system:kube-controller-manager"
+  pki_cert scheduler "/CN=system:kube-scheduler"
+  (cd "$PKI" && openssl genrsa -out sa.key 2048 2>/dev/null && openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null && chmod 600 sa.key)
+  pki_kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
+  pki_kubeconfig "$PKI/scheduler.kubeconfig" scheduler
+  pki_kubeconfig "$KUBECONFIG_PATH.tmp" admin && mv "$KUBECONFIG_PATH.tmp" "$KUBECONFIG_PATH"
+  pki  # the NATS certificate and the kubelets', signed by the CA just made
 }
 
 # ------------------------------------------------------------------ processes
@@ -464,20 +499,21 @@ wait_for() {  # what seconds cmd...
   die "$what did not come up in ${t}s (logs: $LOGDIR)"
 }
 
-containerd_config() {
-  mkdir -p "$STATE/containerd" "$CACHE/containerd"
-  cat >"$STATE/containerd/config.toml" <<EOF
+containerd_config() {  # n: node n's containerd (its own root, state, sockets and CNI networks)
+  node_env "$1"
+  mkdir -p "$STATE/containerd$N_SFX" "$N_CTR_ROOT"
+  cat >"$STATE/containerd$N_SFX/config.toml" <<EOF
 version = 2
-root = "$CACHE/containerd"
-state = "$RUNDIR/containerd"
+root = "$N_CTR_ROOT"
+state = "$RUNDIR/containerd$N_SFX"
 # plugins that would touch host paths outside ours (/opt/containerd) or are not needed
 disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
-  address = "$CTR_SOCK"
+  address = "$N_SOCK"
 [ttrpc]
-  address = "$RUNDIR/containerd.ttrpc.sock"
+  address = "$RUNDIR/containerd$N_SFX.ttrpc.sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails to start
@@ -491,27 +527,42 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
+    conf_dir = "$N_CNI/net.d"
     max_conf_num = 1
 EOF
 }
 
-kubelet_config() {
-  mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-  cat >"$STATE/kubelet-config.yaml" <<EOF
+kubelet_config() {  # n: node n's kubelet, on its own loopback address (the same ports)
+  node_env "$1"
+  mkdir -p "$N_KUBELET_DIR" "$STATE/pod-logs$N_SFX"
+  # a cgroup root of its own: the two kubelets' kubepods (and their QoS and eviction) are apart
+  if [ "$N_CGROUP_ROOT" != / ]; then
+    local h
+    for h in /sys/fs/cgroup/*/; do
+      [ -e "$h/cgroup.procs" ] || continue
+      mkdir -p "$h$N_CGROUP_ROOT"
+      # cgroup v1 cpuset: a new cgroup has no CPUs or memory nodes until given its parent's
+      if [ -e "$h/cpuset.cpus" ]; then
+        cat "$h/cpuset.cpus" >"$h$N_CGROUP_ROOT/cpuset.cpus"
+        cat "$h/cpuset.mems" >"$h$N_CGROUP_ROOT/cpuset.mems"
+      fi
+    done
+  fi
+  cat >"$STATE/kubelet$N_SFX-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: $N_ADDR
 port: 10250
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
+healthzBindAddress: $N_ADDR
 healthzPort: 10248
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $PKI/ca.crt}
 authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://$CTR_SOCK
+containerRuntimeEndpoint: unix://$N_SOCK
+cgroupRoot: $N_CGROUP_ROOT
 # this machine: cgroup v1, no systemd, swap irrelevant
 cgroupDriver: cgroupfs
 failCgroupV1: false
@@ -519,8 +570,8 @@ failSwapOn: false
 makeIPTablesUtilChains: false
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
-podLogsDir: $STATE/pod-logs
-volumePluginDir: $STATE/kubelet-plugins
+podLogsDir: $STATE/pod-logs$N_SFX
+volumePluginDir: $STATE/kubelet-plugins$N_SFX
 # images cannot be pulled back here: never garbage-collect them; evict only when really full
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -539,10 +590,13 @@ processes() {
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster "pvbench=http://127.0.0.1:$ETCD_PEER_PORT" --max-request-bytes 8388608 \
     --quota-backend-bytes 4294967296 --listen-metrics-urls "" "${fsync[@]}"
-  containerd_config
-  start containerd containerd --config "$STATE/containerd/config.toml"
+  local n
+  for n in $(seq "$NODES"); do
+    containerd_config "$n"
+    start "containerd$N_SFX" containerd --config "$STATE/containerd$N_SFX/config.toml"
+  done
   wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
-  wait_for containerd 30 ctr -a "$CTR_SOCK" version
+  for n in $(seq "$NODES"); do node_env "$n"; wait_for "containerd$N_SFX" 30 ctr -a "$N_SOCK" version; done
 
   start kube-apiserver "$BIN/kube-apiserver" \
     --advertise-address "$GATEWAY" --bind-address "$GATEWAY" --secure-port "$API_PORT" \
@@ -571,13 +625,25 @@ processes() {
   start nats "$TOOLS/bin/nats-server" --jetstream --store_dir "$STATE/nats" --addr "$GATEWAY" --port "$NATS_PORT" \
     --tls --tlscert "$PKI/nats.crt" --tlskey "$PKI/nats.key"
 
-  kubelet_config
-  start kubelet "$BIN/kubelet" --config "$STATE/kubelet-config.yaml" --kubeconfig "$PKI/kubelet.kubeconfig" \
-    --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet-pki" --hostname-override "$NODE_NAME" --v=1
+  for n in $(seq "$NODES"); do
+    kubelet_config "$n"
+    start "kubelet$N_SFX" "$BIN/kubelet" --config "$STATE/kubelet$N_SFX-config.yaml" \
+      --kubeconfig "$PKI/kubelet$N_SFX.kubeconfig" --root-dir "$N_KUBELET_DIR" --cert-dir "$STATE/kubelet$N_SFX-pki" \
+      --hostname-override "$N_NAME" --v=1
+  done
 }
 
-node_ready() {
-  k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
+node_ready() {  # name
+  k get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
+}
+
+nodes_ready() {  # every node Ready, labelled with its number ($NODE_LABEL)
+  local n
+  for n in $(seq "$NODES"); do
+    node_env "$n"
+    wait_for "node $N_NAME Ready" 180 node_ready "$N_NAME"
+    k label node "$N_NAME" --overwrite "$NODE_LABEL=$n" >/dev/null
+  done
 }
 
 cluster_objects() {
@@ -697,10 +763,14 @@ provisioner() {
 }
 
 healthy() {
-  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner nats; do
+  local p n
+  for p in etcd kube-apiserver kube-controller-manager kube-scheduler provisioner nats; do
     pid_alive "$p" || return 1
   done
-  node_ready
+  for n in $(seq "$NODES"); do
+    node_env "$n"
+    pid_alive "containerd$N_SFX" && pid_alive "kubelet$N_SFX" && node_ready "$N_NAME" || return 1
+  done
 }
 
 # ================================================================== main
@@ -776,16 +846,10 @@ main() {
   fi
 
   step "images into containerd"
-  import_image "$PAUSE_ARCHIVE" "$PAUSE_IMAGE"
-  import_image "$RUNNER_ARCHIVE" "$RUNNER_IMAGE"
-  import_image "$CONTROLLER_ARCHIVE" "$CONTROLLER_IMAGE"
-  import_image "$EXECUTOR_ARCHIVE" "$EXECUTOR_IMAGE"
-  import_image "$ARGOCLI_ARCHIVE" "$ARGOCLI_IMAGE"
-  import_image "$EVENTS_ARCHIVE" "$EVENTS_IMAGE"
-  if [ -n "$REPORT_ARCHIVE" ]; then import_image "$REPORT_ARCHIVE" "$REPORT_IMAGE"; fi
+  local n
+  for n in $(seq "$NODES"); do import_images "$n"; done
 
-  step "node Ready"
-  wait_for "node $NODE_NAME Ready" 180 node_ready
+  step "nodes Ready"; nodes_ready
   step "CRDs, storage classes, namespace"; cluster_objects
   step provisioner; provisioner
   step "Argo Workflows and Argo Events"; argo_install

@@ -13,7 +13,16 @@ import pytest
 from pvbench.cells.matrix import parse_pod_cells
 from pvbench.results import ResultDocument
 from pvbench.store.layout import RESULT_FILE, results_prefix
-from pvbench.testing.cluster import BUCKET, QUICK, WatchedRun, describe, installed_release, nodes, pod_minio
+from pvbench.testing.cluster import (
+    BUCKET,
+    QUICK,
+    WatchedRun,
+    cluster_nodes,
+    describe,
+    installed_release,
+    nodes,
+    pod_minio,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -72,7 +81,7 @@ def test_each_cell_has_its_result_and_its_own_fresh_volume_of_its_class(run):
     claims = []
     for key, doc in zip(keys, docs):
         assert key == doc.identity.result_key()  # where the layout puts the cell, as for a pod per cell
-        assert doc.provenance.node == "localhost" and doc.metrics[0].iops > 0
+        assert doc.provenance.node in cluster_nodes().values() and doc.metrics[0].iops > 0
         # the cell read its own volume's lifecycle: the claim of its volume target-<i> in its pod
         lc = doc.lifecycle
         assert lc is not None and lc.notes == [], doc.provenance.notes

@@ -249,7 +249,7 @@ def test_the_history_finds_the_step_at_the_upgrade_and_blames_the_drivers_change
     assert {(w, n, judged) for w, _, _, n, judged in series} == {(w, 2 * BASELINE_OCCASIONS, True) for w in WRITES}, (
         series
     )
-    assert {r["node_selection"] for r in history} == {"kubernetes.io/arch=amd64"}, history
+    assert {r["node_selection"] for r in history} == {f"{QOS_RUNS['node-label']}={QOS_RUNS['node-value']}"}, history
     # the nightly campaign's report, its own 2 occasions after the upgrade campaign's 6
     campaigns = [r["campaign"] for r in history if (r["workload"], r["metric"]) == ("randwrite-iops", "iops")]
     assert campaigns == [CAMPAIGN] * 6 + [NIGHTLY_CAMPAIGN] * 2, campaigns

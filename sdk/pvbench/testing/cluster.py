@@ -53,6 +53,9 @@ LABEL_WORKFLOW = "workflows.argoproj.io/workflow"
 RUN_TIMEOUT = int(os.environ.get("PVBENCH_CLUSTER_RUN_TIMEOUT", "900"))
 # Short fio timing keeps a cell near 10 s; the UI's enums are for real runs (Argo does not
 # enforce a parameter's enum on submitted workflows, pvbench validate checks the values).
+# ci/cluster/up.sh labels each node with its number (NODE_LABEL in ci/cluster/lib.sh)
+NODE_LABEL = "pvbench.io/ci-node"
+NODE_1 = {"node-label": NODE_LABEL, "node-value": "1"}
 QUICK = {"ramp": "1s", "runtime": "3s", "size": "64M", "volume-size": "1Gi", "volume-timeout": "20s"}
 
 
@@ -201,9 +204,10 @@ S3_SECRET = "pvbench-s3"
 CSI_NAMESPACE = "pvbench-csi"
 CSI_DAEMONSET = "csi-fakeplugin"
 # The driver of pvbench-qos, which the upgrade test really changes (pvbench.testing.upgrade): its
-# runs in a campaign of their own, with write tests, on a node selection of their own (their own
-# mutex: they queue beside the other tests' runs; the benchmark pods' anti-affinity still runs one
-# cell at a time on the node). The Sensor's candidate runs and the baselines share these.
+# runs in a campaign of their own, with write tests, on a node selection of their own: the first
+# node, where the driver runs (its own mutex: they queue beside the other tests' runs; the
+# benchmark pods' anti-affinity still runs one cell at a time on a node). The Sensor's candidate
+# runs and the baselines share these.
 QOS_CLASS = "pvbench-qos"
 QOS_DAEMONSET = "csi-qosplugin"
 QOS_RUNS = {
@@ -212,8 +216,7 @@ QOS_RUNS = {
     "tests": "randwrite-iops,randwrite-lat",
     "repetitions": "2",
     "ramp": "3s",  # the driver limits a new container's cgroup within its ramp, even on a busy node
-    "node-label": "kubernetes.io/arch",
-    "node-value": "amd64",
+    **NODE_1,
     "volume-timeout": "5m",  # a cell may wait for the node while another run's cell holds it
 }
 
@@ -383,7 +386,7 @@ def hold_mutex(mutex: str) -> str:
     }
     name = k.run("create", "-f", "-", "-o", "name", input=json.dumps(wf)).stdout.strip().split("/", 1)[1]
 
-    wait_until(f"{name} holds mutex {mutex}", lambda: mutex in _mutexes(workflow(name), "holding"), 60)
+    wait_until(f"{name} holds mutex {mutex}", lambda: mutex in workflow_mutexes(workflow(name), "holding"), 60)
     return name
 
 
@@ -402,7 +405,7 @@ def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "F
     )
 
 
-def _mutexes(wf: dict, key: str) -> set[str]:
+def workflow_mutexes(wf: dict, key: str) -> set[str]:
     """The mutexes (their short names) the workflow's status says it holds (key "holding") or waits
     for ("waiting"), at the workflow's level and at its nodes'."""
     status = wf.get("status") or {}
@@ -426,7 +429,7 @@ def mutex_users(mutex: str) -> dict[str, list[str]]:
         if _ended(wf):
             continue
         for key in users:
-            if mutex in _mutexes(wf, key):
+            if mutex in workflow_mutexes(wf, key):
                 users[key].append(f"{wf['metadata']['name']} ({(wf.get('status') or {}).get('phase') or 'new'})")
     return users
 
@@ -435,7 +438,7 @@ def describe_mutexes(wf: dict) -> str:
     """For each mutex `wf` waits for: the workflows that hold it and wait for it, by their statuses,
     and what the controller last logged of it. (A wait nobody's status explains is the engine's:
     a holder or a wake-up it lost.)"""
-    waited = sorted(_mutexes(wf, "waiting"))
+    waited = sorted(workflow_mutexes(wf, "waiting"))
     if not waited:
         return ""
     log = require_kube().run("logs", "deploy/workflow-controller", "--tail", "4000", check=False, timeout=60).stdout
@@ -479,6 +482,27 @@ def retire(names: list[str], timeout: int = 180) -> None:
     wait_until(f"{', '.join(names)} to end after argo terminate", ended, timeout, every=1)
     for n in names:
         k.delete("workflow", n)
+
+
+def cluster_nodes() -> dict[int, str]:
+    """The node names by their numbers (NODE_LABEL, which ci/cluster/up.sh sets): {1: "localhost", ...}."""
+    found = require_kube().items("node", NODE_LABEL, namespace=None)
+    return {int(n["metadata"]["labels"][NODE_LABEL]): n["metadata"]["name"] for n in found}
+
+
+def wait_all_runs_ended(timeout: float) -> None:
+    """Until every workflow of the namespace has ended. The cluster tests submit runs one module at a
+    time (the runs conftest starts up front end too), so after this no other test's cell holds a
+    node (the benchmark pods' anti-affinity) until the caller submits its own."""
+
+    def ended() -> bool:
+        return all(_ended(wf) for wf in require_kube().items("workflow"))
+
+    try:
+        wait_until("every other run to end", ended, timeout, every=3)
+    except AssertionError as exc:
+        left = [wf["metadata"]["name"] for wf in require_kube().items("workflow") if not _ended(wf)]
+        raise AssertionError(f"{exc}: {left}") from None
 
 
 def nodes(wf: dict) -> list[dict]:

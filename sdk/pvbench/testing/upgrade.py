@@ -42,7 +42,7 @@ DRIVER_IMAGE = "registry.pvbench.test/qos-csi-driver"
 BASELINE_OCCASIONS = 4
 LATER_OCCASIONS = 2  # with the two candidates (2.0, 2.0.1): 4 occasions at the new level
 NIGHTLY_CAMPAIGN = "ci-nightly"
-CTR_SOCK = Path("/run/pvbench-cluster/containerd.sock")
+CTR_SOCK = Path("/run/pvbench-cluster/containerd.sock")  # the first node's (QOS_RUNS run there)
 MEDIUM = STATE / "media" / "qos"
 SCRIPT = Path(__file__).with_name("qos_driver.py")
 
@@ -79,6 +79,8 @@ def driver(version: str) -> list[dict]:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
+                    # the first node's: its pods' blkio cgroups and the images tagged above are there
+                    "nodeSelector": {QOS_RUNS["node-label"]: QOS_RUNS["node-value"]},
                     "terminationGracePeriodSeconds": 2,
                     "containers": [
                         {
