@@ -572,10 +572,12 @@ clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
 podLogsDir: $STATE/pod-logs$N_SFX
 volumePluginDir: $STATE/kubelet-plugins$N_SFX
-# images cannot be pulled back here: never garbage-collect them; evict only when really full
+# images cannot be pulled back here: never garbage-collect them; evict only when really full.
+# In bytes, not a share: 2% of a large disk (5 GB of 250) tainted both nodes disk-pressure with
+# 12 GB free, and nothing of ours scheduled (seen; the second node's images take ~6 GB more).
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 200Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 1%}
+evictionHard: {memory.available: 200Mi, nodefs.available: 1Gi, imagefs.available: 1Gi, nodefs.inodesFree: 1%}
 serializeImagePulls: false
 maxPods: 60
 rotateCertificates: false
