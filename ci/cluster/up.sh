@@ -573,8 +573,9 @@ resolvConf: /etc/resolv.conf
 podLogsDir: $STATE/pod-logs$N_SFX
 volumePluginDir: $STATE/kubelet-plugins$N_SFX
 # images cannot be pulled back here: never garbage-collect them; evict only when really full.
-# In bytes, not a share: 2% of a large disk (5 GB of 250) tainted both nodes disk-pressure with
-# 12 GB free, and nothing of ours scheduled (seen; the second node's images take ~6 GB more).
+# In bytes, not a share: 2% of a large disk is 5 GB of 250; a CI run on this machine with ~12 GB
+# free before it got below that, both nodes were tainted disk-pressure and nothing of ours
+# scheduled (seen; the second node's images take ~6 GB more).
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 200Mi, nodefs.available: 1Gi, imagefs.available: 1Gi, nodefs.inodesFree: 1%}
