@@ -46,7 +46,6 @@ PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 [ -x "$PYTHON" ] || PYTHON=python3
 
 BIN=$CACHE/bin/$K8S_VERSION
-CTR_SOCK=$RUNDIR/containerd.sock
 PKI=$STATE/pki
 MEDIA=$STATE/media
 MEDIA_SIZE=${PVBENCH_CLUSTER_MEDIA_SIZE:-4G}                 # each loop-device file (sparse)
