@@ -86,7 +86,7 @@ pass() {  # argo-workflows-version pytest-marker-expression
     finish 1
   fi
   say "node up after $(( $(date +%s) - T0 ))s; running the cluster tests marked '$2' on Argo Workflows $1"
-  PVBENCH_CLUSTER_REQUIRED=1 timeout 2100 .venv/bin/pytest sdk/tests -m "$2" -q -rs --durations=10 \
+  PVBENCH_CLUSTER_REQUIRED=1 timeout 2700 .venv/bin/pytest sdk/tests -m "$2" -q -rs --durations=10 \
     -p no:cacheprovider
   rc=$?
   [ "$rc" = 0 ] || say "cluster tests on Argo Workflows $1 failed (node logs: $(readlink -f /var/log/pvbench-cluster/latest))"

@@ -25,6 +25,10 @@ for_part() { [ "$part" = all ] || [[ " $* " == *" $part "* ]]; }  # this run set
 need_apt=()
 for_part demo && { command -v fio >/dev/null || need_apt+=(fio); }
 [ "$part" = all ] && { command -v chromium >/dev/null || need_apt+=(chromium); }
+# a real network filesystem for the shared (ReadWriteMany) tests: OpenSSH's sftp-server, sshfs
+[ "$part" = all ] && { command -v sshfs >/dev/null || need_apt+=(sshfs); }
+[ "$part" = all ] && { command -v socat >/dev/null || need_apt+=(socat); }
+[ "$part" = all ] && { [ -x /usr/lib/openssh/sftp-server ] || need_apt+=(openssh-sftp-server); }
 for_part demo && { command -v node >/dev/null || need_apt+=(nodejs npm); }
 for_part cluster && { command -v go >/dev/null || need_apt+=(golang-go); }
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)

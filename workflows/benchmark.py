@@ -1,6 +1,7 @@
 """WorkflowTemplate ``pvbench-benchmark``: one benchmark run, submitted from the Argo UI or CLI.
 
     validate ─▶ expand ─┬▶ benchmark-cell × cells (withParam, one pod each)     ─┬▶ adaptive (if adaptive-target is set)
+                        ├▶ benchmark-block-cell × block-cells (volume mode Block: fio on the device) ─┤
                         ├▶ benchmark-pod × cell-pods (cells-per-pod > 1: several cells a pod) ─┤
                         ├▶ client-cell × client-cells (a profile with multi-client tests) ─┤
                         └▶ shared-client-cell × shared-client-cells (client-volumes=shared) ─┘
@@ -81,6 +82,7 @@ with WorkflowTemplate(
     validate = prepare.validate()
     expand = prepare.expand()
     benchmark_cell = cell.benchmark_cell()
+    benchmark_block_cell = cell.benchmark_cell(block=True)
     benchmark_pod = cell.benchmark_pod()
     barrier = clients.cell_barrier()
     fio_client = clients.fio_client()
@@ -94,7 +96,7 @@ with WorkflowTemplate(
     report = publish.report()
     cleanup = finish.cleanup()
     check = adaptive.adaptive_check()
-    cells = Cells(benchmark_cell, benchmark_pod, client_cell, shared_client_cell)
+    cells = Cells(benchmark_cell, benchmark_block_cell, benchmark_pod, client_cell, shared_client_cell)
     rounds = adaptive.adaptive(check, cells)
     main.main(validate, expand, cells, rounds)
     finish.finish(cleanup, publish.publish(aggregate, report))

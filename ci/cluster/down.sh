@@ -23,6 +23,7 @@ fi
 # 1. no new containers: stop the kubelets and the provisioner first
 for n in $ALL_NODES; do node_env "$n"; stop_pid "kubelet$N_SFX" 30; done
 stop_pid provisioner 5
+stop_pid local-path 5
 
 # 2. containers and sandboxes, through each node's containerd while it still runs
 for n in $ALL_NODES; do
@@ -44,6 +45,9 @@ done
 
 # 3. control plane, then the containerds
 for p in kube-scheduler kube-controller-manager kube-apiserver etcd containerd containerd2 nats; do stop_pid "$p" 20; done
+# the shared class's network filesystem: its mount, then its SFTP server (files open on the ext4 medium)
+if mountpoint -q "$SHARED_MOUNT" 2>/dev/null; then umount "$SHARED_MOUNT" 2>/dev/null || umount -l "$SHARED_MOUNT"; fi
+stop_pid sftp 5
 
 # 4. shims and pods' processes left behind: only those started for our containerd sockets
 for n in $ALL_NODES; do
@@ -57,6 +61,11 @@ for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/pvbench-node*; do
   for pid in $(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 done
 sleep 0.5
+
+# 5a. the test provisioner's Block volumes: loop devices over files on the media (provisioner.py)
+for dev in $(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | awk -v m="$MEDIA/" 'index($2, m) == 1 {print $1}'); do
+  losetup -d "$dev"
+done
 
 # 5. mounts below our directories (pod volumes, containerd rootfs/shm, media), deepest first
 for root in "$STATE" "$RUNDIR" "$CACHE/containerd" "$CACHE/buildah"; do

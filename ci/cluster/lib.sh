@@ -52,6 +52,10 @@ MEDIA_SIZE=${PVBENCH_CLUSTER_MEDIA_SIZE:-4G}                 # each loop-device 
 TMPFS_SIZE=${PVBENCH_CLUSTER_TMPFS_SIZE:-3G}
 QOS_BACKING=$MEDIA/qos-backing                               # a tmpfs holding pvbench-qos's image
 QOS_MEDIA_SIZE=${PVBENCH_CLUSTER_QOS_SIZE:-1G}
+SHARED_EXPORT=$MEDIA/ext4/shared-export  # what the SFTP server serves
+SHARED_MOUNT=$STATE/shared               # its sshfs mount on the host: pvbench-shared's volumes
+LOCAL_PATH_DIR=$MEDIA/xfs/local-path      # local-path's volumes
+
 media_image() {  # fs: the file behind that medium's loop device
   if [ "$1" = qos ]; then echo "$QOS_BACKING/qos.img"; else echo "$MEDIA/$1.img"; fi
 }
@@ -61,6 +65,20 @@ media_image() {  # fs: the file behind that medium's loop device
 # changes (sdk/tests/test_cluster_upgrade.py).
 STORAGE_CLASSES=(pvbench-ext4 pvbench-xfs pvbench-tmpfs pvbench-qos)
 PROVISIONER_NAME=pvbench.io/local-media
+# A provisioner that is not ours: rancher's local-path-provisioner (k3s' and kind's `local-path`),
+# built from the Go module proxy, run on the host with the admin kubeconfig. It serves `local-path`
+# (a directory per volume on the XFS medium, ReadWriteOnce) and `pvbench-shared` (a directory per
+# volume on a network filesystem both nodes mount: ReadWriteMany).
+LOCAL_PATH_VERSION=v0.0.30
+LOCAL_PATH_MODULE=github.com/rancher/local-path-provisioner
+LOCAL_PATH_BIN=$CACHE/bin/local-path-provisioner-$LOCAL_PATH_VERSION
+LOCAL_PATH_NAMESPACE=local-path-storage
+LOCAL_PATH_CLASS=local-path
+SHARED_CLASS=pvbench-shared
+# The network filesystem: OpenSSH's sftp-server over TCP (socat, one server per connection) on
+# the ext4 medium, mounted with sshfs (FUSE). This kernel has neither an NFS client nor nfsd.
+SFTP_PORT=${PVBENCH_CLUSTER_SFTP_PORT:-2222}
+SFTP_SERVER=/usr/lib/openssh/sftp-server
 
 # argo-server's Content-Security-Policy for artifact files, as docs/kubernetes.md recommends it
 # for opening reports in the Argo UI: the report's own scripts, WebAssembly (DuckDB) and workers

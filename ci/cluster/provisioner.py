@@ -17,6 +17,12 @@ like a cloud provisioner would give it, and nothing piles up between runs.
 The directory is created root-owned 0755, as a fresh filesystem would be: pods that do
 not set fsGroup cannot write there as a non-root user (the kubelet applies fsGroup to
 `local` volumes).
+
+A claim with `volumeMode: Block` gets a raw block volume instead: a sparse file of the
+requested size on the class's medium, attached as a loop device (direct I/O where the medium
+allows it, so the page cache of the file is not in the path), as a `local` PV with
+`volumeMode: Block` (Kubernetes' local volume plugin maps the device into the pod). When the
+claim goes, the loop device is detached and the file removed.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import os
 import shutil
 import ssl
+import subprocess
 import sys
 import time
 import urllib.error
@@ -36,6 +43,26 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 ANN_MEDIUM = "pvbench.io/medium"
+ANN_BACKING = "pvbench.io/backing-file"  # a Block PV's file, behind its loop device
+
+
+def attach_loop(backing: Path, size: int) -> str:
+    """A loop device over a fresh sparse file of ``size`` bytes: direct I/O where the medium takes
+    it (not tmpfs), so reads and writes reach the medium, not the file's page cache."""
+    with open(backing, "wb") as f:
+        f.truncate(size)
+    for direct in ("on", "off"):
+        done = subprocess.run(
+            ["losetup", "--find", "--show", f"--direct-io={direct}", str(backing)], capture_output=True, text=True
+        )
+        if done.returncode == 0:
+            return done.stdout.strip()
+    raise RuntimeError(f"losetup {backing}: {done.stderr.strip()}")
+
+
+def detach_loop(device: str, backing: Path) -> None:
+    subprocess.run(["losetup", "-d", device], capture_output=True)
+    backing.unlink(missing_ok=True)
 
 
 def log(msg: str) -> None:
@@ -79,14 +106,22 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
     if parse_quantity(request) > free + free // 10:
         # Say so on the claim, like a real provisioner that is out of space would.
         log(f"{meta['namespace']}/{meta['name']}: {request} asked, {free >> 20} MiB free on {sc}; provisioning anyway")
-    directory.mkdir(mode=0o755, exist_ok=True)
-    os.chmod(directory, 0o755)
+    block = spec.get("volumeMode") == "Block"
+    annotations = {ANN_PROVISIONED_BY: name}
+    if block:
+        backing = classes[sc] / f"{pv_name}.img"
+        path = attach_loop(backing, parse_quantity(request))
+        annotations[ANN_BACKING] = str(backing)
+    else:
+        directory.mkdir(mode=0o755, exist_ok=True)
+        os.chmod(directory, 0o755)
+        path = str(directory)
     pv = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
         "metadata": {
             "name": pv_name,
-            "annotations": {ANN_PROVISIONED_BY: name},
+            "annotations": annotations,
             "labels": {"pvbench.io/storage-class": sc},
         },
         "spec": {
@@ -94,8 +129,8 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Delete",
             "storageClassName": sc,
-            "volumeMode": "Filesystem",
-            "local": {"path": str(directory)},
+            "volumeMode": "Block" if block else "Filesystem",
+            "local": {"path": path},
             "claimRef": {
                 "apiVersion": "v1",
                 "kind": "PersistentVolumeClaim",
@@ -114,8 +149,10 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
     }
     try:
         api.call("POST", "/api/v1/persistentvolumes", pv)
-        log(f"provisioned {pv_name} ({sc}, {request}) for {meta['namespace']}/{meta['name']} at {directory}")
+        log(f"provisioned {pv_name} ({sc}, {request}) for {meta['namespace']}/{meta['name']} at {path}")
     except urllib.error.HTTPError as e:
+        if block:  # not ours after all (an earlier pass made it): give the device back
+            detach_loop(path, backing)
         if e.code != 409:  # already exists: an earlier pass created it
             raise
 
@@ -123,7 +160,11 @@ def provision(api: Api, name: str, classes: dict[str, Path], pvc: dict) -> None:
 def reclaim(api: Api, classes: dict[str, Path], pv: dict) -> None:
     name = pv["metadata"]["name"]
     path = Path(pv["spec"].get("local", {}).get("path", ""))
-    if any(path.parent == root for root in classes.values()) and path.name == name:
+    backing = Path((pv["metadata"].get("annotations") or {}).get(ANN_BACKING, ""))
+    if pv["spec"].get("volumeMode") == "Block":
+        if any(backing.parent == root for root in classes.values()) and backing.name == f"{name}.img":
+            detach_loop(str(path), backing)
+    elif any(path.parent == root for root in classes.values()) and path.name == name:
         shutil.rmtree(path, ignore_errors=True)
     try:
         api.call("DELETE", f"/api/v1/persistentvolumes/{name}")

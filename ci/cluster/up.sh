@@ -75,6 +75,9 @@ packages() {
   command -v openssl >/dev/null || need+=(openssl)
   command -v losetup >/dev/null || need+=(mount)
   command -v nft >/dev/null || need+=(nftables)
+  command -v sshfs >/dev/null || need+=(sshfs)      # the shared (RWX) class's network filesystem
+  command -v socat >/dev/null || need+=(socat)
+  [ -x "$SFTP_SERVER" ] || need+=(openssh-sftp-server)
   [ ${#need[@]} -eq 0 ] && return
   log "apt-get install ${need[*]}"
   apt-get update -qq >"$LOGDIR/apt.log" 2>&1
@@ -93,13 +96,27 @@ go_env() {
 
 binaries_ok() {
   local stamp; stamp=$(cat "$HERE/k8s/go.mod" "$HERE/k8s/go.sum" "$HERE/pause/pause.go" | sha256sum | cut -c1-16)
-  [ "$(cat "$BIN/.stamp" 2>/dev/null)" = "$stamp" ] && echo ok
+  [ "$(cat "$BIN/.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$LOCAL_PATH_BIN" ] && echo ok
+}
+
+# rancher's local-path-provisioner at $LOCAL_PATH_VERSION, from its module zip (its vendor/ holds
+# only modules.txt, so its dependencies come from the proxy, checked against its go.sum)
+build_local_path() {
+  [ -x "$LOCAL_PATH_BIN" ] && return
+  local dir src=$CACHE/src/local-path-provisioner-$LOCAL_PATH_VERSION
+  dir=$(cd / && GOFLAGS=-mod=mod go mod download -json "$LOCAL_PATH_MODULE@$LOCAL_PATH_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir" ] || die "go mod download $LOCAL_PATH_MODULE@$LOCAL_PATH_VERSION gave no directory"
+  rm -rf "$src" && mkdir -p "$(dirname "$src")" && cp -r "$dir" "$src" && chmod -R u+w "$src" && rm -rf "$src/vendor"
+  (cd "$src" && GOFLAGS=-mod=mod GONOSUMDB='*' GOTOOLCHAIN=local go build -trimpath -ldflags '-s -w' \
+      -gcflags=all=-dwarf=false -o "$LOCAL_PATH_BIN.tmp" .)
+  mv "$LOCAL_PATH_BIN.tmp" "$LOCAL_PATH_BIN" && rm -rf "$src"
 }
 
 build_binaries() {  # runs in the background while images build
   go_env
   local stamp; stamp=$(cat "$HERE/k8s/go.mod" "$HERE/k8s/go.sum" "$HERE/pause/pause.go" | sha256sum | cut -c1-16)
   mkdir -p "$BIN"
+  if [ "$(cat "$BIN/.stamp" 2>/dev/null)" = "$stamp" ]; then build_local_path; return; fi
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
   ld="$ld -X k8s.io/component-base/version.gitMinor=31 -X k8s.io/component-base/version.gitTreeState=clean"
   ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitCommit=pvbench-gomod"
@@ -108,6 +125,7 @@ build_binaries() {  # runs in the background while images build
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
   (cd "$HERE/pause" && GOFLAGS= go build -trimpath -ldflags '-s -w' -o "$BIN/pause" pause.go)
+  build_local_path
   echo "$stamp" >"$BIN/.stamp"
 }
 
@@ -426,6 +444,20 @@ media() {
   mountpoint -q "$MEDIA/tmpfs" || mount -t tmpfs -o "size=$TMPFS_SIZE,mode=0755" pvbench-tmpfs "$MEDIA/tmpfs"
 }
 
+# The shared (ReadWriteMany) class's network filesystem: an SFTP server (OpenSSH's sftp-server, one
+# per connection, behind socat) serving a directory on the ext4 medium, mounted on the host with
+# sshfs. Both nodes are this host, so both see the one mount; pods get it as local-path's hostPath
+# volumes. allow_other: the pods' non-root fio goes through it. fio's O_DIRECT reaches the server
+# as it would an NFS server.
+shared_fs() {
+  mkdir -p "$SHARED_EXPORT" "$SHARED_MOUNT"
+  start sftp socat "TCP-LISTEN:$SFTP_PORT,bind=127.0.0.1,fork,reuseaddr" "EXEC:$SFTP_SERVER"
+  wait_for "sftp-server on 127.0.0.1:$SFTP_PORT" 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$SFTP_PORT"
+  pid_alive sftp || die "socat for the shared filesystem exited: is 127.0.0.1:$SFTP_PORT taken? (PVBENCH_CLUSTER_SFTP_PORT)"
+  mountpoint -q "$SHARED_MOUNT" ||
+    sshfs -o "directport=$SFTP_PORT,allow_other,reconnect" "127.0.0.1:$SHARED_EXPORT" "$SHARED_MOUNT"
+}
+
 # ------------------------------------------------------------------ certificates and kubeconfigs
 pki_cert() {  # name subject [san]: a key and a certificate signed by the node's CA, in $PKI
   (cd "$PKI" &&
@@ -518,6 +550,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   sandbox_image = "$PAUSE_IMAGE"
   # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails to start
   restrict_oom_score_adj = true
+  # a raw Block volume's device belongs to the pod's runAsUser/runAsGroup, as a mounted volume's
+  # files do with fsGroup: without it the non-root fio container cannot open its device
+  device_ownership_from_security_context = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -758,6 +793,64 @@ EOF
   done
 }
 
+# rancher's local-path-provisioner, as its own deploy/local-path-storage.yaml sets it up, except that
+# it runs on the host (no registry for its image) and its helper pods (mkdir, rm -rf of a volume's
+# directory) use the runner image instead of busybox, as root.
+local_path() {
+  k apply -f - >"$LOGDIR/local-path-objects.log" <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $LOCAL_PATH_NAMESPACE, labels: {app.kubernetes.io/part-of: pvbench-ci}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $LOCAL_PATH_CLASS, labels: {app.kubernetes.io/part-of: pvbench-ci}}
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $SHARED_CLASS, labels: {app.kubernetes.io/part-of: pvbench-ci}}
+provisioner: rancher.io/local-path
+volumeBindingMode: Immediate
+reclaimPolicy: Delete
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: local-path-config, namespace: $LOCAL_PATH_NAMESPACE}
+data:
+  config.json: |-
+    {"storageClassConfigs": {
+      "$LOCAL_PATH_CLASS": {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LOCAL_PATH_DIR"]}]},
+      "$SHARED_CLASS": {"sharedFileSystemPath": "$SHARED_MOUNT"}}}
+  setup: |-
+    #!/bin/sh
+    set -eu
+    mkdir -m 0777 -p "\$VOL_DIR"
+    chmod 0777 "\$VOL_DIR"
+  teardown: |-
+    #!/bin/sh
+    set -eu
+    rm -rf "\$VOL_DIR"
+  helperPod.yaml: |-
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: helper-pod}
+    spec:
+      securityContext: {runAsUser: 0}
+      containers:
+      - name: helper-pod
+        image: $RUNNER_IMAGE
+        imagePullPolicy: Never
+EOF
+  mkdir -p "$LOCAL_PATH_DIR"
+  wait_for "serviceaccount $LOCAL_PATH_NAMESPACE/default" 60 k -n "$LOCAL_PATH_NAMESPACE" get serviceaccount default
+  start local-path "$LOCAL_PATH_BIN" start --kubeconfig "$KUBECONFIG_PATH" --namespace "$LOCAL_PATH_NAMESPACE" \
+    --provisioner-name rancher.io/local-path --configmap-name local-path-config \
+    --helper-image "$RUNNER_IMAGE" --service-account-name default
+}
+
 provisioner() {
   local args=()
   for sc in "${STORAGE_CLASSES[@]}"; do args+=(--class "$sc=$MEDIA/${sc#pvbench-}"); done
@@ -767,7 +860,7 @@ provisioner() {
 
 healthy() {
   local p n
-  for p in etcd kube-apiserver kube-controller-manager kube-scheduler provisioner nats; do
+  for p in etcd kube-apiserver kube-controller-manager kube-scheduler provisioner nats sftp local-path; do
     pid_alive "$p" || return 1
   done
   for n in $(seq "$NODES"); do
@@ -844,6 +937,7 @@ main() {
     step host-state; record_host_state
     step network; network
     step media; media
+    step "shared filesystem"; shared_fs
     step pki; pki
     step processes; processes
   fi
@@ -855,6 +949,7 @@ main() {
   step "nodes Ready"; nodes_ready
   step "CRDs, storage classes, namespace"; cluster_objects
   step provisioner; provisioner
+  step "local-path-provisioner"; local_path
   step "Argo Workflows and Argo Events"; argo_install
 
   trap - ERR

@@ -33,7 +33,8 @@ def test_expand_items_hold_only_what_tells_cells_apart():
     items = json.loads(proc.stdout)
     assert len(items) == 2 * 2 * 2 and all(tuple(i) == FAN_OUT_ITEM_KEYS for i in items)
     assert [i["order"] for i in items] == list(range(8))
-    assert max(len(json.dumps(i)) for i in items) < 90  # Argo names each node after its item
+    # Argo names each node after its item: what tells cells apart, the volume shape included
+    assert max(len(json.dumps(i)) for i in items) < 150
 
 
 def test_profile_means_the_profiles_own_timing():
@@ -119,12 +120,12 @@ def test_fio_step_refuses_an_upload_key_the_layout_would_not_give(tmp_path):
         "--key",
         "results/campaign=c1/run=r1/occasion=night/storage_class=other/profile=dbench/workload=randread-lat/rep=2",
     )
-    assert proc.returncode == 2 and "the template and pvbench disagree" in proc.stderr
+    assert proc.returncode == 2 and "the template and pvbench disagree" in " ".join(proc.stderr.split())
     assert not list((tmp_path / "target").glob("pvbench-fio.*")), "fio must not have run"
     ok = step(
         tmp_path,
         "--key",
-        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=dbench/workload=randread-lat/rep=2",
+        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/volume=filesystem-rwo/profile=dbench/workload=randread-lat/rep=2",
         "--out",
         str(tmp_path / "out"),
     )
@@ -136,7 +137,8 @@ ARGO_FAILURES = json.dumps(
     json.dumps(
         [
             {
-                "displayName": "benchmark(1:order:1,rep:1,storage_class:slow,workload:randread-iops)",
+                "displayName": "benchmark(1:access_mode:ReadWriteOnce,order:1,rep:1,storage_class:slow,"
+                "volume_mode:Filesystem,workload:randread-iops)",
                 "message": "timeout",
                 "templateName": "benchmark-cell",
                 "phase": "Failed",
@@ -144,9 +146,10 @@ ARGO_FAILURES = json.dumps(
                 "finishedAt": "2026-11-22T10:00:00Z",
             },
             {
-                "displayName": 'benchmark(2:{"order":2,"rep":2,"storage_class":"fast","workload":"randread-iops"})',
+                "displayName": 'benchmark-block(2:{"access_mode":"ReadWriteOnce","order":2,"rep":2,'
+                '"storage_class":"fast","volume_mode":"Block","workload":"randread-iops"})',
                 "message": "pod deleted",
-                "templateName": "benchmark-cell",
+                "templateName": "benchmark-block-cell",
                 "phase": "Error",
                 "podName": "wf-1-benchmark-cell-2",
                 "finishedAt": "2026-11-22T10:01:00Z",
@@ -176,7 +179,7 @@ def test_argo_failures_become_cells_with_their_messages():
     rows = parse_failures(ARGO_FAILURES)
     assert [(r["storage_class"], r["workload"], r["rep"], r["phase"], r["message"]) for r in rows] == [
         ("slow", "randread-iops", 1, "Failed", "timeout"),
-        ("fast", "randread-iops", 2, "Error", "pod deleted"),
+        ("fast (Block)", "randread-iops", 2, "Error", "pod deleted"),  # named as the report's rows name it
     ]
     assert parse_failures('"null"') == parse_failures("") == []
 
@@ -184,7 +187,8 @@ def test_argo_failures_become_cells_with_their_messages():
 def test_a_failed_multi_client_cell_is_named_by_its_dag_and_its_client_says_why():
     failures = [
         {
-            "displayName": "benchmark-clients(0:clients:2,order:0,rep:1,storage_class:fast,workload:randread-iops-x2)",
+            "displayName": "benchmark-clients(0:access_mode:ReadWriteOnce,clients:2,order:0,rep:1,storage_class:fast,"
+            "volume_mode:Filesystem,workload:randread-iops-x2)",
             "message": "child 'wf-1-42' failed",
             "templateName": "client-cell",
             "phase": "Failed",
@@ -235,7 +239,7 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "failed slow · randread-iops rep 1: Failed: timeout" in " ".join(proc.stderr.split())
     rows = pq.read_table(out / "report_failures.parquet").to_pylist()
-    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
+    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast (Block)", True), ("slow", True)]
 
     # Aggregated again by hand (no --argo-failures: nothing is said about failures), the run's
     # compact is current and is kept as it is, with the failures the exit handler recorded
@@ -245,7 +249,7 @@ def test_aggregate_in_the_exit_handler_names_the_failed_cells(tmp_path):
     assert again.returncode == 0, again.stderr
     assert {f.name: f.stat().st_mtime_ns for f in compact.iterdir()} == made
     rows = pq.read_table(out / "report_failures.parquet").to_pylist()
-    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast", True), ("slow", True)]
+    assert [(r["storage_class"], r["is_cell"]) for r in rows] == [("fast (Block)", True), ("slow", True)]
 
     # By hand, a --run that names no run of the campaign (a typo) is an error naming the runs
     # there, and the tables are left as they were: it used to aggregate the campaign without
@@ -323,7 +327,10 @@ def test_ci_check_next_items_are_fan_out_items(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     items = json.loads((tmp_path / "check" / "next.json").read_text())
-    assert items == [{"storage_class": "fast-ssd", "workload": "randread-lat", "rep": 3, "order": items[0]["order"]}]
+    shape = {"volume_mode": "Filesystem", "access_mode": "ReadWriteOnce"}
+    assert items == [
+        {"storage_class": "fast-ssd", **shape, "workload": "randread-lat", "rep": 3, "order": items[0]["order"]}
+    ]
     assert (tmp_path / "check" / "more").read_text() == "true"
     assert Path(tmp_path / "check").is_dir()
 

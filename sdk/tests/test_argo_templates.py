@@ -31,6 +31,7 @@ from argo_helpers import (
     tool_path,
 )
 
+from pvbench.argo import keys
 from pvbench.argo.render import CHART_FILES, REPORT_PROFILES, render_all, render_module, render_report_profiles
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES
@@ -90,6 +91,7 @@ def test_render_check_fails_on_a_hand_edit(tmp_path):
 
 FIO_PODS = (
     "benchmark-cell",
+    "benchmark-block-cell",
     "benchmark-pod",
     "fio-client",
     "fio-client-shared",
@@ -229,6 +231,7 @@ def test_artifact_keys_come_from_the_layout():
         "run": run,
         "occasion": "{{=lower(workflow.parameters.occasion)}}",
         "sc": "{{inputs.parameters.storage-class}}",
+        "volume": keys.volume_key_expression("inputs.parameters['volume-mode']", "inputs.parameters['access-mode']"),
         "profile": "{{workflow.parameters.profile}}",
         "workload": "{{inputs.parameters.workload}}",
         "rep": "{{inputs.parameters.rep}}",
@@ -710,3 +713,32 @@ def test_shared_client_volumes_are_one_rwx_claim_per_cell_released_whatever_happ
     assert params["client-volumes"]["enum"] == ["own", "shared"] and params["client-volumes"]["value"] == "own"
     for step in ("validate", "expand", "adaptive-check"):
         assert "{{workflow.parameters.client-volumes}}" in tpl[step]["container"]["args"], step
+
+
+def test_a_block_cell_runs_fio_on_its_fresh_block_volume_as_a_device():
+    from pvbench.argo import conventions as c
+
+    tpl = templates_by_name(benchmark_template())
+    block = tpl["benchmark-block-cell"]
+    container = block["container"]
+    assert container["volumeDevices"] == [{"name": "target", "devicePath": c.TARGET_DEVICE}]
+    assert all(m["name"] != "target" for m in container["volumeMounts"]), "a Block volume is never mounted"
+    args = container["args"]
+    assert args[args.index("--target") + 1] == c.TARGET_DEVICE
+    [target] = [v for v in block["volumes"] if v["name"] == "target"]
+    spec = target["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert spec["volumeMode"] == "Block" and spec["accessModes"] == ["{{inputs.parameters.access-mode}}"]
+    # the Filesystem cell's claim takes the cell's access mode too, and no volumeMode (Filesystem)
+    [fs] = [v for v in tpl["benchmark-cell"]["volumes"] if v["name"] == "target"]
+    fs_spec = fs["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert "volumeMode" not in fs_spec and fs_spec["accessModes"] == ["{{inputs.parameters.access-mode}}"]
+
+
+def test_the_keys_volume_expression_maps_each_access_mode_as_the_layout_does():
+    from pvbench.results.volume import ACCESS_MODES, VOLUME_MODES, volume_key
+
+    expression = keys.volume_key_expression("vm", "am")
+    for mode in ACCESS_MODES:
+        short = volume_key(VOLUME_MODES[0], mode).split("-", 1)[1]
+        assert f"am == '{mode}' ? '{short}'" in expression
+    assert expression.startswith("{{=lower(vm) + '-' + (") and volume_key("Block", "ReadWriteOnce") == "block-rwo"

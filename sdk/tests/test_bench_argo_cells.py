@@ -16,8 +16,15 @@ def test_the_cells_wall_time_spans_the_first_cell_pod_to_the_last():
             "startedAt": "2026-12-03T01:00:00Z",
             "nodes": {
                 "a": _node("validate", "2026-12-03T01:00:00Z", "2026-12-03T01:00:05Z"),
-                "b": _node("benchmark-pod", "2026-12-03T01:00:20Z", "2026-12-03T01:01:30Z", "x:w:1:0 x:v:1:1 y:w:1:2"),
-                "c": _node("benchmark-pod", "2026-12-03T01:01:40Z", "2026-12-03T01:02:20Z", "y:v:1:3"),
+                "b": _node(
+                    "benchmark-pod",
+                    "2026-12-03T01:00:20Z",
+                    "2026-12-03T01:01:30Z",
+                    " ".join(f"{c}:Filesystem:ReadWriteOnce:{w}:1:{i}" for i, (c, w) in enumerate(["xw", "xv", "yw"])),
+                ),
+                "c": _node(
+                    "benchmark-pod", "2026-12-03T01:01:40Z", "2026-12-03T01:02:20Z", "y:Filesystem:ReadWriteOnce:v:1:3"
+                ),
                 "d": _node("aggregate", "2026-12-03T01:02:30Z", "2026-12-03T01:02:50Z"),
             },
         }

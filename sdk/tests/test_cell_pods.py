@@ -25,7 +25,10 @@ from pvbench.profiles import ProfileError
 from pvbench.results import ResultDocument
 from pvbench.store.layout import RESULT_FILE, results_prefix
 
-ITEMS = [{"storage_class": sc, "workload": "randread-iops", "rep": 1, "order": i} for i, sc in enumerate("abcde")]
+SHAPE = {"volume_mode": "Filesystem", "access_mode": "ReadWriteOnce"}
+ITEMS = [
+    {"storage_class": sc, **SHAPE, "workload": "randread-iops", "rep": 1, "order": i} for i, sc in enumerate("abcde")
+]
 
 
 def test_consecutive_cells_of_the_order_go_to_one_pod():
@@ -33,7 +36,9 @@ def test_consecutive_cells_of_the_order_go_to_one_pod():
     assert fan_outs[CELLS_FAN_OUT] == []
     pods = [parse_pod_cells(p[POD_CELLS_KEY]) for p in fan_outs[CELL_PODS_FAN_OUT]]
     assert pods == [ITEMS[0:2], ITEMS[2:4], ITEMS[4:5]]  # the order kept; the last pod has the rest
-    assert fan_outs[CELL_PODS_FAN_OUT][0] == {POD_CELLS_KEY: "a:randread-iops:1:0 b:randread-iops:1:1"}
+    assert fan_outs[CELL_PODS_FAN_OUT][0] == {
+        POD_CELLS_KEY: "a:Filesystem:ReadWriteOnce:randread-iops:1:0 b:Filesystem:ReadWriteOnce:randread-iops:1:1"
+    }
     one = argo_fan_outs([("dbench", i["workload"], i) for i in ITEMS])  # 1: a pod per cell, as before
     assert one[CELLS_FAN_OUT] == ITEMS and one[CELL_PODS_FAN_OUT] == []
     assert set(NEXT_ROUND) == set(fan_outs)  # each fan-out has its adaptive round's output
@@ -43,7 +48,12 @@ def test_consecutive_cells_of_the_order_go_to_one_pod():
 
 def test_a_pods_cells_text_round_trips_and_bad_text_is_refused():
     assert parse_pod_cells(pod_cells_text(ITEMS)) == ITEMS
-    for bad, message in [("a:w:1", "not class:workload:rep:order"), ("a:w:x:0", "whole numbers"), (" ", "at least")]:
+    bad_cells = [
+        ("a:w:1", "not storage_class:volume_mode:access_mode:workload:rep:order"),
+        ("a:Filesystem:ReadWriteOnce:w:x:0", "whole numbers"),
+        (" ", "at least"),
+    ]
+    for bad, message in bad_cells:
         with pytest.raises(ValueError, match=message):
             parse_pod_cells(bad)
 
@@ -82,18 +92,19 @@ def test_a_pod_runs_its_cells_in_turn_each_on_its_volume_and_a_failed_cell_stops
     job.write_text(
         "[global]\nioengine=psync\n[good]\nrw=randread\nbs=4k\n[bad]\nrw=randread\nbs=4k\nioengine=no-such-engine\n"
     )
-    cells = "fast:good:1:0 fast:bad:1:1 slow:good:1:2"
+    cells = "fast:Filesystem:ReadWriteOnce:good:1:0 fast:Filesystem:ReadWriteOnce:bad:1:1 slow:Filesystem:ReadWriteMany:good:1:2"
     proc, progress = _fio_pod(tmp_path, cells, job)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     message = " ".join(proc.stderr.split())
-    assert "1 of 3 cells failed: fast:bad:1:1" in message and "Traceback" not in message
+    assert "1 of 3 cells failed: fast:Filesystem:ReadWriteOnce:bad:1:1" in message and "Traceback" not in message
     assert progress.read_text().strip() == "3/3"  # every cell was tried
     stored = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob(RESULT_FILE))
     below = results_prefix("c1", "r1") + "/"
     expected = [
-        Path(Cell(campaign="c1", run="r1", occasion="night", storage_class=sc, profile=f"file:{job}",
-                  workload="good", rep=1, order=order).identity().prefix().removeprefix(below)) / RESULT_FILE
-        for sc, order in (("fast", 0), ("slow", 2))
+        Path(Cell(campaign="c1", run="r1", occasion="night", storage_class=sc, access_mode=access,
+                  profile=f"file:{job}", workload="good", rep=1, order=order
+                  ).identity().prefix().removeprefix(below)) / RESULT_FILE
+        for sc, access, order in (("fast", "ReadWriteOnce", 0), ("slow", "ReadWriteMany", 2))
     ]  # fmt: skip
     assert stored == sorted(expected)  # under each cell's own key: the template uploads --out at --key
     for path in stored:
@@ -106,10 +117,11 @@ def test_a_pod_runs_its_cells_in_turn_each_on_its_volume_and_a_failed_cell_stops
 def test_bad_input_fails_before_any_cell_runs(tmp_path):
     job = tmp_path / "job.fio"
     job.write_text("[good]\nrw=randread\nbs=4k\n")
-    proc, progress = _fio_pod(tmp_path, "fast:good:1:0 fast:nope:1:1", job)
+    fs = "Filesystem:ReadWriteOnce"
+    proc, progress = _fio_pod(tmp_path, f"fast:{fs}:good:1:0 fast:{fs}:nope:1:1", job)
     assert proc.returncode == 2 and "no test 'nope'" in " ".join(proc.stderr.split())
     assert not progress.exists() and not (tmp_path / "out").exists()
-    proc, _ = _fio_pod(tmp_path, "fast:good:1:0", job, "--key", "results/campaign=other/run=r1")
+    proc, _ = _fio_pod(tmp_path, f"fast:{fs}:good:1:0", job, "--key", "results/campaign=other/run=r1")
     assert proc.returncode == 2 and "the template and pvbench disagree" in " ".join(proc.stderr.split())
 
 
@@ -120,7 +132,8 @@ def test_the_pod_template_gives_each_cell_its_own_volume_and_uploads_under_the_r
     patch = pod["podSpecPatch"]
     # an Argo expression over the pod's cells: one volume per cell, of its class, at /data/<i>
     assert patch.startswith("{{=") and patch.endswith("}}") and "}}" not in patch[:-2] and '"' not in patch
-    assert "inputs.parameters.cells" in patch and "'storageClassName': #" in patch
+    assert "inputs.parameters.cells" in patch and "'storageClassName': #[0]" in patch
+    assert "'accessModes': [#[2]]" in patch  # each cell's volume of its own access mode
     assert f"'{c.TARGET_DIR}/' + string(#index)" in patch and "workflow.parameters['volume-size']" in patch
     [results] = pod["outputs"]["artifacts"]
     args = pod["container"]["args"]
@@ -131,7 +144,8 @@ def test_the_pod_template_gives_each_cell_its_own_volume_and_uploads_under_the_r
     for dag in ("main", "adaptive"):
         [task] = [t for t in tpl[dag]["dag"]["tasks"] if t["template"] == "benchmark-pod"]
         assert task["arguments"]["parameters"] == [{"name": POD_CELLS_KEY, "value": "{{item.cells}}"}]
-    assert set(FAN_OUT_ITEM_KEYS) == {"storage_class", "workload", "rep", "order"}  # what the text holds
+    # what the text holds, in this order: the expression reads [0] and [2]
+    assert FAN_OUT_ITEM_KEYS == ("storage_class", "volume_mode", "access_mode", "workload", "rep", "order")
 
 
 def test_a_failed_pod_names_its_failed_cells_or_all_of_them():
@@ -139,17 +153,23 @@ def test_a_failed_pod_names_its_failed_cells_or_all_of_them():
     a pod that failed as a whole (its deadline, an eviction) stands for all of its cells."""
     from pvbench.argo.failures import parse_failures
 
+    fs, rwx = "Filesystem:ReadWriteOnce", "Filesystem:ReadWriteMany"
     named = {
-        "displayName": "benchmark-pods(0:cells:fast:a:1:0 slow:b:1:1 fast:c:1:2)",
-        "message": "main: Error (exit code 1): 2 of 3 cells failed: fast:a:1:0 (fio failed: x; y); fast:c:1:2 (z)",
+        "displayName": f"benchmark-pods(0:cells:fast:{fs}:a:1:0 slow:{fs}:b:1:1 fast:{rwx}:c:1:2)",
+        "message": f"main: Error (exit code 1): 2 of 3 cells failed: fast:{fs}:a:1:0 (fio failed: x; y); "
+        f"fast:{rwx}:c:1:2 (z)",
         "templateName": "benchmark-pod",
         "phase": "Failed",
     }
-    whole = {**named, "displayName": "benchmark-pods(1:cells:slow:a:2:3 fast:b:2:4)", "message": "Pod was active"}
+    whole = {
+        **named,
+        "displayName": f"benchmark-pods(1:cells:slow:{fs}:a:2:3 fast:{fs}:b:2:4)",
+        "message": "Pod was active",
+    }
     rows = parse_failures(json.dumps([named, whole]))
     assert [(r["storage_class"], r["workload"], r["rep"]) for r in rows] == [
         ("fast", "a", 1),
-        ("fast", "c", 1),
+        ("fast (RWX)", "c", 1),  # the class as the report's rows name it, with its volume shape
         ("slow", "a", 2),
         ("fast", "b", 2),
     ]

@@ -230,8 +230,8 @@ def test_validate_checks_the_volume_each_client_pod_writes_to():
     common = ["--campaign", "c", "--run", "r", "--occasion", "o", "--storage-classes", "fast", "--profiles", "scaling"]
     common += ["--tests", "randread-iops-x8", "--volume-size", "2Gi"]
     assert pvbench("validate", *common).returncode == 0
-    proc = pvbench("validate", *common, "--client-volumes", "shared")
+    proc = pvbench("validate", *common, "--client-volumes", "shared", "--access-modes", "ReadWriteMany")
     message = " ".join(proc.stderr.split())
-    assert proc.returncode == 2 and "of 8 clients together does not fit in a 2Gi volume" in message, message
+    assert proc.returncode == 2 and "of 8 clients together does not fit in a 2Gi Filesystem volume" in message, message
     proc = pvbench("validate", *common, "--client-volumes", "rwx")
     assert proc.returncode == 2 and "choose one of own, shared" in proc.stderr

@@ -453,6 +453,8 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
 STORAGE_CLASSES_FROM_EVERY_ROW = """
     select
         campaign, storage_class,
+        any_value(class_name) as class_name, any_value(volume_mode) as volume_mode,
+        any_value(access_mode) as access_mode,
         count(distinct source_key) as n_results,
         count(distinct run) as n_runs,
         count(distinct occasion) as n_occasions,
@@ -514,7 +516,8 @@ def test_the_setup_pages_read_each_runs_setup_as_every_result_row_gives_it(tmp_p
         con.execute("select item, value from report_methodology where section in ('setup', 'design')").fetchall()
     )
     assert page["storage class: slow"] == (
-        "provisioner rbd.csi.ceph.com; filesystem not recorded; nodes node-a, node-b, vm-1"
+        "provisioner rbd.csi.ceph.com; filesystem not recorded; nodes node-a, node-b, vm-1; "
+        "volume Filesystem, ReadWriteOnce (fio on files in the volume's filesystem)"
     )
     assert page["matrix"] == "2 storage classes × 1 workloads (dbench) × 3 occasions × 2–3 repetitions"
     # each class × workload × direction pooled over runs: 3 + 3 + 2 values

@@ -64,6 +64,8 @@ def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
         "storage_class": "fast-ssd",
         "profile": "custom",
         "workload": "w",
+        "volume_mode": "Filesystem",
+        "access_mode": "ReadWriteOnce",
         "rep": 2,
         "order": 5,
         "labels": {"role": "baseline"},
@@ -71,7 +73,13 @@ def test_a_cell_has_one_identity_and_its_key_is_made_from_it():
     assert cell.identity().result_key() == identity.result_key() == cell.result_key()
     assert isinstance(cell, CellIdentity) and cell.profile_spec == "file:/x/job.fio"
     assert identity.prefix() == (
-        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/profile=custom/workload=w/rep=2"
+        "results/campaign=c1/run=r1/occasion=night/storage_class=fast-ssd/volume=filesystem-rwo/"
+        "profile=custom/workload=w/rep=2"
+    )
+    block = cell.model_copy(update={"volume_mode": "Block", "access_mode": "ReadWriteMany"}).identity()
+    assert (
+        "/storage_class=fast-ssd/volume=block-rwx/" in block.prefix()
+        and block.storage_label() == "fast-ssd (Block, RWX)"
     )
 
 

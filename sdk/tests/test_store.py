@@ -24,7 +24,7 @@ def _identity(campaign, run, occasion, storage_class, profile, workload, rep) ->
 def test_key_layout_is_hive_partitioned_and_slugged():
     key = _identity("Thesis 2023", "azure", "1", "Azure Disk Storage", "imported", "Random read IOPS", 3)
     assert key.result_key() == (
-        "results/campaign=thesis-2023/run=azure/occasion=1/storage_class=azure-disk-storage/"
+        "results/campaign=thesis-2023/run=azure/occasion=1/storage_class=azure-disk-storage/volume=filesystem-rwo/"
         "profile=imported/workload=random-read-iops/rep=3/result.json"
     )
     assert slug("rook-ceph.rbd") == "rook-ceph.rbd"  # DNS-1123 names are their own slug

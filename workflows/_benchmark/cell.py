@@ -22,7 +22,7 @@ from .common import (
     options,
 )
 from .fio import FIO_POD, KUBE_API_MOUNT, RESULT
-from .volumes import FRESH_VOLUME, POD_VOLUMES
+from .volumes import FRESH_BLOCK_VOLUME, FRESH_VOLUME, POD_VOLUMES
 
 BENCHMARK_PODS = m.LabelSelector(match_labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK})
 
@@ -36,25 +36,32 @@ ONE_AT_A_TIME = m.Affinity(
 )
 
 
-def benchmark_cell() -> Container:
+def benchmark_cell(block: bool = False) -> Container:
     """Not retried: a retried pod template loses Argo's deadline for pods still pending, and a
     cell that measures only on its second try hides a problem. A failed cell is named in the
-    report; `argo retry` reruns exactly the failed cells, under the same keys."""
+    report; `argo retry` reruns exactly the failed cells, under the same keys.
+
+    ``block``: benchmark-block-cell, on a raw Block volume of the class: the container gets the
+    fresh volume as the device /dev/pvbench-target (volumeDevices) and fio runs on it, no
+    filesystem between. The device is the cell's own fresh volume: fio may overwrite it."""
+    target = c.TARGET_DEVICE if block else c.TARGET_DIR
+    mounts = {"volume_devices": [m.VolumeDevice(name="target", device_path=target)]} if block else {}
     return Container(
-        name="benchmark-cell",
+        name="benchmark-block-cell" if block else "benchmark-cell",
         inputs=CELL_INPUTS,
         args=[
             "fio-step",
-            *options(target=c.TARGET_DIR),
+            *options(target=target),
             *CELL_ARGS,
-            *options(out=c.CELL_OUT_DIR, key=CELL_KEY, cleanup=True),
+            *options(out=c.CELL_OUT_DIR, key=CELL_KEY, cleanup=not block),
             *LABEL_ARGS,
         ],
         labels={c.LABEL_COMPONENT: c.COMPONENT_BENCHMARK},
         affinity=ONE_AT_A_TIME,
         outputs=[RESULT],
-        **FIO_POD,
-        **FRESH_VOLUME,
+        # a Block volume is never mounted: only the API token is
+        **({**FIO_POD, "volume_mounts": [KUBE_API_MOUNT], **mounts} if block else FIO_POD),
+        **(FRESH_BLOCK_VOLUME if block else FRESH_VOLUME),
     )
 
 

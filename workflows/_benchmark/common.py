@@ -110,6 +110,8 @@ MATRIX_ARGS = options(
     tests=WF("tests"),
     repetitions=WF("repetitions"),
     seed=WF("seed"),
+    volume_modes=WF("volume-modes"),
+    access_modes=WF("access-modes"),
 )
 TIMING_ARGS = options(ramp=WF("ramp"), runtime=WF("runtime"), size=WF("size"))
 
@@ -143,7 +145,14 @@ def run_results_artifact(optional: bool = False) -> S3Artifact:
 # arguments every fio-step of the cell gets.
 CELL_INPUTS = [Parameter(name=name.replace("_", "-")) for name in c.FAN_OUT_ITEM_KEYS]
 CELL_KEY = keys.cell_prefix(
-    CAMPAIGN_KEY, RUN, OCCASION_KEY, IN("storage-class"), WF("profile"), IN("workload"), IN("rep")
+    CAMPAIGN_KEY,
+    RUN,
+    OCCASION_KEY,
+    IN("storage-class"),
+    keys.volume_key_expression("inputs.parameters['volume-mode']", "inputs.parameters['access-mode']"),
+    WF("profile"),
+    IN("workload"),
+    IN("rep"),
 )
 # A multi-client cell's id on its pods and its shared claim.
 CELL_ID = "{{workflow.uid}}-" + IN("order")
@@ -153,6 +162,8 @@ CELL_ARGS = [
         run=RUN,
         occasion=WF("occasion"),
         storage_class=IN("storage-class"),
+        volume_mode=IN("volume-mode"),
+        access_mode=IN("access-mode"),
         profile=WF("profile"),
         workload=IN("workload"),
         rep=IN("rep"),

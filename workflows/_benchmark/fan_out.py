@@ -6,6 +6,7 @@ from typing import Callable, NamedTuple
 from hera.workflows import DAG, Container, Task
 
 from pvbench.cells.matrix import (
+    BLOCK_CELLS_FAN_OUT,
     CELL_PODS_FAN_OUT,
     CELLS_FAN_OUT,
     CLIENT_CELLS_FAN_OUT,
@@ -16,10 +17,11 @@ from .common import cell_arguments, cells_done
 
 
 class Cells(NamedTuple):
-    """The templates a fan-out item runs: a one-pod cell, a pod of several cells, a multi-client
-    cell (own or shared volumes)."""
+    """The templates a fan-out item runs: a one-pod cell (on a Filesystem or a Block volume), a pod
+    of several cells, a multi-client cell (own or shared volumes)."""
 
     one_pod: Container
+    block: Container
     pods: Container
     clients: DAG
     shared_clients: DAG
@@ -28,6 +30,7 @@ class Cells(NamedTuple):
 # task name, the template that runs an item, the fan-out it reads, its items' arguments
 FAN_OUT_TASKS = (
     ("benchmark", "one_pod", CELLS_FAN_OUT, cell_arguments()),
+    ("benchmark-block", "block", BLOCK_CELLS_FAN_OUT, cell_arguments()),
     ("benchmark-pods", "pods", CELL_PODS_FAN_OUT, cell_arguments(pod=True)),
     ("benchmark-clients", "clients", CLIENT_CELLS_FAN_OUT, cell_arguments(clients=True)),
     ("benchmark-shared-clients", "shared_clients", SHARED_CLIENT_CELLS_FAN_OUT, cell_arguments(clients=True)),

@@ -7,6 +7,7 @@ from pvbench.cells.guards import GUARD_LIST
 from pvbench.cells.matrix import CLIENT_VOLUMES, MAX_CELLS_PER_POD
 from pvbench.cells.run import max_jobs
 from pvbench.profiles import DEFAULT_PROFILE_NAME, PROFILES, Profile, parse_size
+from pvbench.results.volume import BLOCK, DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_MODE, READ_WRITE_MANY
 
 # Names, test counts and timings come from pvbench's profile catalog; only the extra choices the
 # UI offers beside each profile's own timing are stated here.
@@ -134,13 +135,35 @@ PARAMETERS = [
         ),
     ),
     Parameter(
+        name="volume-modes",
+        value=DEFAULT_VOLUME_MODE,
+        enum=[DEFAULT_VOLUME_MODE, BLOCK, f"{DEFAULT_VOLUME_MODE} {BLOCK}"],
+        description=(
+            "The cells' volume mode (a PVC's volumeMode): Filesystem = fio's files on the volume's filesystem; "
+            "Block = a raw block volume, fio on the device itself (no filesystem, no page cache; the class must "
+            "offer Block volumes, and the node's container runtime must give non-root containers its devices: "
+            "containerd's device_ownership_from_security_context). Both = each cell twice, the class's two "
+            "shapes reported as two rows."
+        ),
+    ),
+    Parameter(
+        name="access-modes",
+        value=DEFAULT_ACCESS_MODE,
+        enum=[DEFAULT_ACCESS_MODE, READ_WRITE_MANY, f"{DEFAULT_ACCESS_MODE} {READ_WRITE_MANY}"],
+        description=(
+            "The cells' access mode (a PVC's accessModes): ReadWriteOnce, or ReadWriteMany (NFS, CephFS, "
+            "Longhorn RWX: often another data path than the class's RWO volumes, reported as a row of its own). "
+            "client-volumes=shared needs ReadWriteMany."
+        ),
+    ),
+    Parameter(
         name="client-volumes",
         value="own",
         enum=list(CLIENT_VOLUMES),
         description=(
             "Multi-client tests (the scaling profile): own = each client pod gets its own fresh PVC of the "
             "class (ReadWriteOnce); shared = all N client pods of a cell mount one fresh ReadWriteMany PVC of "
-            "the class, each writing in its own directory (CephFS, NFS, RWX block): the class must offer RWX."
+            "the class, each writing in its own directory (CephFS, NFS): the class must offer RWX, and access-modes be ReadWriteMany."
         ),
     ),
     Parameter(

@@ -7,6 +7,7 @@ from hera.workflows import models as m
 
 from pvbench.argo import conventions as c
 from pvbench.cells.matrix import POD_CELLS_KEY
+from pvbench.results.volume import BLOCK
 
 from .common import ARGO_STEP_RESOURCES, CELL_ID, CELL_INPUTS, IN, RUN, TRANSIENT, WF
 
@@ -52,27 +53,37 @@ VOLUME_SIZE_PATCH = {
         }
     ]
 }
-FRESH_VOLUME = dict(
-    pod_spec_patch=json.dumps(VOLUME_SIZE_PATCH, separators=(",", ":")),
-    volumes=[
-        tmp("256Mi"),
-        KUBE_API,
-        m.Volume(
-            name="target",
-            ephemeral=m.EphemeralVolumeSource(
-                volume_claim_template=m.PersistentVolumeClaimTemplate(
-                    metadata=m.ObjectMeta(labels={c.LABEL_WORKFLOW: RUN}),
-                    spec=m.PersistentVolumeClaimSpec(
-                        access_modes=["ReadWriteOnce"],
-                        storage_class_name=IN("storage-class"),
-                        # replaced by volume-size (podSpecPatch above)
-                        resources=m.VolumeResourceRequirements(requests={"storage": "1Gi"}),
-                    ),
-                )
+
+
+def fresh_volume(volume_mode: str | None = None) -> dict:
+    """The pod's fresh PVC of the cell's class and access mode (``volume_mode`` Block: a raw block
+    volume, which the container gets as a device, not a mount)."""
+    return dict(
+        pod_spec_patch=json.dumps(VOLUME_SIZE_PATCH, separators=(",", ":")),
+        volumes=[
+            tmp("256Mi"),
+            KUBE_API,
+            m.Volume(
+                name="target",
+                ephemeral=m.EphemeralVolumeSource(
+                    volume_claim_template=m.PersistentVolumeClaimTemplate(
+                        metadata=m.ObjectMeta(labels={c.LABEL_WORKFLOW: RUN}),
+                        spec=m.PersistentVolumeClaimSpec(
+                            access_modes=[IN("access-mode")],
+                            storage_class_name=IN("storage-class"),
+                            volume_mode=volume_mode,
+                            # replaced by volume-size (podSpecPatch above)
+                            resources=m.VolumeResourceRequirements(requests={"storage": "1Gi"}),
+                        ),
+                    )
+                ),
             ),
-        ),
-    ],
-)
+        ],
+    )
+
+
+FRESH_VOLUME = fresh_volume()
+FRESH_BLOCK_VOLUME = fresh_volume(BLOCK)
 
 
 def _expr(value) -> str:
@@ -100,15 +111,16 @@ class Expr(str):
 # expression that builds them from that input (Argo evaluates it when it makes the pod; each
 # ephemeral volume's PVC is then made by Kubernetes, owned by the pod, gone with it). Spaces
 # keep `{ {` and `} }` apart: `}}` would end Argo's {{=…}} early.
-POD_CLASSES = Expr(f"map(split(inputs.parameters.{POD_CELLS_KEY}, ' '), split(#, ':')[0])")
+# Each of the pod's cells as its fields (FAN_OUT_ITEM_KEYS: [0] its class, [2] its access mode).
+POD_CELLS = Expr(f"map(split(inputs.parameters.{POD_CELLS_KEY}, ' '), split(#, ':'))")
 POD_VOLUME = {
     "name": Expr(f"'{c.POD_VOLUME_PREFIX}' + string(#index)"),
     "ephemeral": {
         "volumeClaimTemplate": {
             "metadata": {"labels": {c.LABEL_WORKFLOW: Expr("workflow.name")}},
             "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": Expr("#"),
+                "accessModes": [Expr(f"#[{c.FAN_OUT_ITEM_KEYS.index('access_mode')}]")],
+                "storageClassName": Expr(f"#[{c.FAN_OUT_ITEM_KEYS.index('storage_class')}]"),
                 "resources": {"requests": {"storage": Expr("workflow.parameters['volume-size']")}},
             },
         }
@@ -120,8 +132,8 @@ POD_VOLUMES_PATCH = (
     + "toJson("
     + _expr(
         {
-            "containers": [{"name": "main", "volumeMounts": Expr(f"map({POD_CLASSES}, {{ {_expr(POD_MOUNT)} }})")}],
-            "volumes": Expr(f"map({POD_CLASSES}, {{ {_expr(POD_VOLUME)} }})"),
+            "containers": [{"name": "main", "volumeMounts": Expr(f"map({POD_CELLS}, {{ {_expr(POD_MOUNT)} }})")}],
+            "volumes": Expr(f"map({POD_CELLS}, {{ {_expr(POD_VOLUME)} }})"),
         }
     )
     + ")}}"

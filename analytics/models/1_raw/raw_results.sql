@@ -19,7 +19,7 @@ from read_json(
         source_key: 'VARCHAR',
         cell_key: 'VARCHAR',
         schema_version: 'VARCHAR',
-        identity: 'STRUCT(campaign VARCHAR, run VARCHAR, occasion VARCHAR, storage_class VARCHAR, profile VARCHAR, workload VARCHAR, rep INTEGER, "order" INTEGER, labels MAP(VARCHAR, VARCHAR))',
+        identity: 'STRUCT(campaign VARCHAR, run VARCHAR, occasion VARCHAR, storage_class VARCHAR, profile VARCHAR, workload VARCHAR, volume_mode VARCHAR, access_mode VARCHAR, rep INTEGER, "order" INTEGER, labels MAP(VARCHAR, VARCHAR))',
         workload: 'STRUCT(rw VARCHAR, bs VARCHAR, bs_bytes BIGINT, iodepth INTEGER, numjobs INTEGER, rwmixread INTEGER, fsync INTEGER, ramp_s DOUBLE, runtime_s DOUBLE, size_bytes BIGINT, "group" VARCHAR, "load" VARCHAR, title VARCHAR, headline_metric VARCHAR, clients INTEGER)',
         provenance: 'STRUCT(source VARCHAR, pvbench_version VARCHAR, fio_version VARCHAR, kernel VARCHAR, host VARCHAR, node VARCHAR, target_path VARCHAR, filesystem VARCHAR, provisioner VARCHAR, kubernetes_version VARCHAR, fio_options MAP(VARCHAR, VARCHAR), started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, cpu_seconds DOUBLE, notes MAP(VARCHAR, VARCHAR))',
         metrics: 'STRUCT(direction VARCHAR, iops DOUBLE, bw_mib_s DOUBLE, io_bytes BIGINT, runtime_ms BIGINT, lat_mean_us DOUBLE, lat_p50_us DOUBLE, lat_p90_us DOUBLE, lat_p99_us DOUBLE, lat_p999_us DOUBLE, lat_kind VARCHAR, straggler_ratio DOUBLE)[]',

@@ -5,7 +5,7 @@
 -- (warm-up ranks, outliers, the runs' dot plots, the comparisons); its filters reach the occasions
 -- before they are unnested, and the rows are never all stored at once.
 select
-    campaign, run, occasion, storage_class, profile, workload, workload_title,
+    campaign, run, occasion, storage_class, class_name, volume_mode, access_mode, profile, workload, workload_title,
     o.rep, o.cell_order, o.role,
     direction, rw, bs, bs_bytes, iodepth, numjobs, rwmixread, fsync, wl_group, "load",
     metric, unit, better, is_headline,

@@ -16,6 +16,8 @@
 select
     campaign, run, occasion, storage_class, profile, workload, direction, metric, excluded_by,
     any_value(workload_title) as workload_title,
+    -- what storage_class is made of (result_rows): the class's name and volume shape
+    any_value(class_name) as class_name, any_value(volume_mode) as volume_mode, any_value(access_mode) as access_mode,
     any_value(rw) as rw, any_value(bs) as bs, any_value(bs_bytes) as bs_bytes, any_value(iodepth) as iodepth,
     any_value(numjobs) as numjobs, any_value(rwmixread) as rwmixread, any_value(fsync) as fsync,
     any_value(wl_group) as wl_group, any_value("load") as "load",

@@ -25,7 +25,20 @@ select
     id.campaign                          as campaign,
     id.run                               as run,
     id.occasion                          as occasion,
-    id.storage_class                     as storage_class,
+    -- the class as every later model groups it: with its volume shape unless that is the default
+    -- (Filesystem, ReadWriteOnce), so one class measured as a raw Block volume and as a filesystem
+    -- is two classes in every summary, comparison and history, never one mean of both. The same
+    -- label as pvbench.cells.volume.storage_label (a test keeps them equal).
+    id.storage_class || case
+        when coalesce(id.volume_mode, 'Filesystem') = 'Filesystem' and coalesce(id.access_mode, 'ReadWriteOnce') = 'ReadWriteOnce' then ''
+        else ' (' || concat_ws(', ',
+            nullif(coalesce(id.volume_mode, 'Filesystem'), 'Filesystem'),
+            case coalesce(id.access_mode, 'ReadWriteOnce') when 'ReadWriteOnce' then null when 'ReadWriteMany' then 'RWX' else id.access_mode end
+        ) || ')'
+    end                                  as storage_class,
+    id.storage_class                     as class_name,
+    coalesce(id.volume_mode, 'Filesystem') as volume_mode,
+    coalesce(id.access_mode, 'ReadWriteOnce') as access_mode,
     id.profile                           as profile,
     id.workload                          as workload,
     coalesce(wl.title, id.workload) as workload_title,

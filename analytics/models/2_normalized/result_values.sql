@@ -35,7 +35,8 @@ lifecycle as (
     into name metric value value
 )
 select
-    campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,
+    campaign, run, occasion, storage_class, class_name, volume_mode, access_mode, profile, workload, workload_title,
+    rep, cell_order, role,
     direction, rw, bs, bs_bytes, iodepth, numjobs, rwmixread, fsync, wl_group, "load",
     metric,
     c.unit,
@@ -48,7 +49,8 @@ join metric_catalog c using (metric)
 where value is not null and c.source in ('fio', 'latency_slo')
 union all by name
 select
-    campaign, run, occasion, storage_class, profile, workload, workload_title, rep, cell_order, role,
+    campaign, run, occasion, storage_class, class_name, volume_mode, access_mode, profile, workload, workload_title,
+    rep, cell_order, role,
     direction, null as rw, null as bs, null as bs_bytes, null as iodepth, null as numjobs, null as rwmixread,
     null as fsync, getvariable('lifecycle_workload') as wl_group, null as "load",
     metric, c.unit, c.better, metric = 'pod_start_s' as is_headline, value,

@@ -1,6 +1,6 @@
 -- run_setup: what each run measured, and on what: one row per run × occasion × storage class ×
 -- workload × direction and each distinct setup its results recorded (provisioner, filesystem,
--- node, versions, timing, the run's labels: trigger, changed, old_image → new_image, node_selection), with how many
+-- node, versions, timing, the class's name and volume shape (storage_class is both: result_rows), the run's labels: trigger, changed, old_image → new_image, node_selection), with how many
 -- results and rows that is, the cell order recorded, and when the first and the last of them started.
 -- Per run: made when the run is compacted (one of the compact's tables), so the pages that describe
 -- the campaign's setup and design (report_storage_classes, report_methodology) read a few hundred
@@ -14,7 +14,7 @@ with rows as (
     from result_rows
 )
 select
-    campaign, run, occasion, storage_class, profile, workload, direction,
+    campaign, run, occasion, storage_class, class_name, volume_mode, access_mode, profile, workload, direction,
     provisioner, filesystem,
     coalesce(node, host) as node,  -- the node in a cluster, the host in local mode
     source, platform, seed, pvbench_version, fio_version, kernel, kubernetes_version,

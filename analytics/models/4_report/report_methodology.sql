@@ -21,7 +21,12 @@ rows as (
            'storage class: ' || storage_class as item,
            'provisioner ' || coalesce(string_agg(distinct provisioner, ', ' order by provisioner), 'not recorded')
              || '; filesystem ' || coalesce(string_agg(distinct filesystem, ', ' order by filesystem), 'not recorded')
-             || '; nodes ' || coalesce(string_agg(distinct node, ', ' order by node), 'not recorded') as value
+             || '; nodes ' || coalesce(string_agg(distinct node, ', ' order by node), 'not recorded')
+             -- what the volume mode measures (docs/volumes.md): the class's shape is part of its row
+             || '; volume ' || coalesce(any_value(volume_mode), 'Filesystem') || ', ' || coalesce(any_value(access_mode), 'ReadWriteOnce')
+             || case coalesce(any_value(volume_mode), 'Filesystem')
+                    when 'Block' then ' (fio on the raw device: no filesystem, no page cache in the path)'
+                    else ' (fio on files in the volume''s filesystem)' end as value
     from rr group by campaign, storage_class
     union all
     select campaign, 1, 'setup', 20, 'source of results',

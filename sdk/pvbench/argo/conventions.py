@@ -59,6 +59,7 @@ LABEL_WORKFLOW = f"{LABEL_PREFIX}/workflow"  # the workflow that created a PVC (
 
 # Paths inside the step pods.
 TARGET_DIR = "/data"  # the fresh PVC under test
+TARGET_DEVICE = "/dev/pvbench-target"  # ... a Block one: its raw device (volumeDevices)
 CELL_OUT_DIR = "/tmp/pvbench/out"
 POD_OUT_DIR = "/tmp/pvbench/pod-out"  # `pvbench fio-pod --out`: its cells' results, under their keys in the run
 STORE_DIR = "/tmp/pvbench/store"

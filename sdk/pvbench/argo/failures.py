@@ -17,11 +17,13 @@ import re
 
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS
 from pvbench.cells.matrix import POD_CELLS_KEY, parse_pod_cells
+from pvbench.results.volume import storage_label
 
-CELL_TEMPLATES = ("benchmark-cell", "client-cell", "shared-client-cell")  # a fan-out item each
+CELL_TEMPLATES = ("benchmark-cell", "benchmark-block-cell", "client-cell", "shared-client-cell")  # a fan-out item each
 POD_TEMPLATE = "benchmark-pod"  # a pod of several cells: its item is their `cells` text
-# `pvbench fio-pod`'s message names each failed cell: "2 of 8 cells failed: a:w:1:0 (why); b:w:1:3 (why)"
-_FAILED_CELL = re.compile(r"(?:failed: |; )(?P<cell>[a-z0-9.-]+:[a-z0-9-]+:\d+:\d+) \(")
+# `pvbench fio-pod`'s message names each failed cell by its FAN_OUT_ITEM_KEYS, ':'-joined:
+# "2 of 8 cells failed: a:Filesystem:ReadWriteOnce:w:1:0 (why); b:Filesystem:ReadWriteOnce:w:1:3 (why)"
+_FAILED_CELL = re.compile(r"(?:failed: |; )(?P<cell>[a-z0-9.-]+:[A-Za-z]+:[A-Za-z]+:[a-z0-9-]+:\d+:\d+) \(")
 _ITEM = re.compile(r"^[^(]+\(\d+:(?P<item>.*)\)$")
 # What a parent node says when only a child failed: not a failure of its own.
 _ONLY_A_CHILD = re.compile(
@@ -88,8 +90,7 @@ def _pod_rows(node: dict, display: str, message: str) -> list[dict]:
     base = {"node": display, "template": POD_TEMPLATE, "phase": node.get("phase") or "", "message": message}
     base["finished_at"] = node.get("finishedAt") or None
     return [
-        {**base, "storage_class": cell["storage_class"], "workload": cell["workload"], "rep": cell["rep"]}
-        for cell in cells
+        {**base, "storage_class": _label(cell), "workload": cell["workload"], "rep": cell["rep"]} for cell in cells
     ] or [{**base, "storage_class": None, "workload": None, "rep": None}]
 
 
@@ -102,4 +103,9 @@ def cell_of(display_name: str) -> dict:
     fields = dict(pair.split(":", 1) for pair in item.split(",") if ":" in pair)
     if not set(FAN_OUT_ITEM_KEYS) <= set(fields):
         return {}
-    return {"storage_class": fields["storage_class"], "workload": fields["workload"], "rep": int(fields["rep"])}
+    return {"storage_class": _label(fields), "workload": fields["workload"], "rep": int(fields["rep"])}
+
+
+def _label(item: dict) -> str:
+    """The class of a failed cell as the report's rows name it: with its volume shape."""
+    return storage_label(item["storage_class"], item["volume_mode"], item["access_mode"])

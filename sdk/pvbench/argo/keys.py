@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pvbench.results.volume import ACCESS_MODES, VOLUME_MODES, volume_key
 from pvbench.store import layout
 
 
@@ -25,7 +26,7 @@ def placeholder_key(fn: Callable[..., str], **placeholders: str) -> str:
 
 
 def cell_prefix(
-    campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str, rep: str
+    campaign: str, run: str, occasion: str, storage_class: str, volume: str, profile: str, workload: str, rep: str
 ) -> str:
     """Where one cell's result.json and fio.json go."""
     return placeholder_key(
@@ -34,10 +35,20 @@ def cell_prefix(
         run=run,
         occasion=occasion,
         storage_class=storage_class,
+        volume=volume,
         profile=profile,
         workload=workload,
         rep=rep,
     )
+
+
+def volume_key_expression(volume_mode: str, access_mode: str) -> str:
+    """The key's ``volume=`` value (pvbench.cells.volume.volume_key) as an Argo expression tag over
+    the two expressions that hold the cell's modes: the layout's slug is lowercase, and Argo's
+    simple tags cannot lowercase. Its mapping is made from volume_key itself, so the two agree."""
+    shorts = {mode: volume_key(VOLUME_MODES[0], mode).split("-", 1)[1] for mode in ACCESS_MODES}
+    access = " : ".join(f"{access_mode} == '{mode}' ? '{short}'" for mode, short in shorts.items()) + " : 'unknown'"
+    return "{{=" + f"lower({volume_mode}) + '-' + ({access})" + "}}"
 
 
 def run_results_prefix(campaign: str, run: str) -> str:

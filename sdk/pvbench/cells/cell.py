@@ -12,7 +12,7 @@ from pvbench.results.schema import CellIdentity
 # benchmark-cell's input parameters (storage_class -> storage-class). Argo names each
 # fan-out node after its whole item, so an item holds only what tells cells apart; the
 # rest of a cell (campaign, run, occasion, profile, seed) is the run's.
-FAN_OUT_ITEM_KEYS = ("storage_class", "workload", "rep", "order")
+FAN_OUT_ITEM_KEYS = ("storage_class", "volume_mode", "access_mode", "workload", "rep", "order")
 
 # The most repetitions of a cell one run may ask for — defined here once, checked by
 # `pvbench expand`/`validate` (so also for Workflows submitted around the template's enum, which
@@ -100,4 +100,4 @@ class Cell(CellIdentity):
         return {key: getattr(self, key) for key in FAN_OUT_ITEM_KEYS}
 
     def describe(self) -> str:
-        return f"{self.storage_class} · {self.profile}/{self.workload} · {self.occasion} rep {self.rep}"
+        return f"{self.storage_label()} · {self.profile}/{self.workload} · {self.occasion} rep {self.rep}"

@@ -11,7 +11,21 @@ from __future__ import annotations
 import random
 
 from pvbench.cells.cell import FAN_OUT_ITEM_KEYS, Cell, check_repetitions, check_storage_class_name
+from pvbench.cells.volume import check_access_mode, check_test_fits_shape, parse_volume_modes
 from pvbench.profiles import ProfileError, load_profile
+from pvbench.results.volume import BLOCK, DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_MODE
+
+Shape = tuple[str, str]  # (volume mode, access mode): pvbench.results.volume
+DEFAULT_SHAPE: Shape = (DEFAULT_VOLUME_MODE, DEFAULT_ACCESS_MODE)
+
+
+def every_shape(storage_classes: list[str], volume_modes: list[str], access_modes: list[str]) -> dict[str, list[Shape]]:
+    """Each class in every volume mode × access mode (the Argo run's axes), checked."""
+    modes = parse_volume_modes(" ".join(volume_modes))
+    if not access_modes or len(set(access_modes)) != len(access_modes):
+        raise ProfileError(f"access modes: give each once, at least one ({access_modes})")
+    accesses = [check_access_mode(a) for a in access_modes]
+    return {sc: [(vm, am) for vm in modes for am in accesses] for sc in storage_classes}
 
 
 def expand(
@@ -25,7 +39,11 @@ def expand(
     seed: int,
     tests: list[str] | None = None,
     first_rep: int = 1,
+    shapes: dict[str, list[Shape]] | None = None,
+    shared_clients: bool = False,
 ) -> list[Cell]:
+    """``shapes``: each class's volume shapes (default: Filesystem, ReadWriteOnce); every test runs
+    in each. ``shared_clients``: multi-client tests put all their clients on one volume."""
     try:
         check_repetitions(repetitions)
         check_repetitions(first_rep + repetitions - 1, "the last repetition number")
@@ -46,24 +64,35 @@ def expand(
         for test in tests:
             if not any(test in {t.name for t in p.tests} for p in loaded):
                 raise ProfileError(f"no profile among {profiles} has a test {test!r}")
+    shapes = shapes or {}
+    round_cells = [
+        (sc, shape, spec, test.name)
+        for sc in storage_classes
+        for shape in shapes.get(sc) or [DEFAULT_SHAPE]
+        for spec, profile in zip(profiles, loaded)
+        for test in profile.tests
+        if not tests or test.name in tests
+    ]
+    for sc, (volume_mode, access_mode), spec, name in round_cells:
+        test = loaded[profiles.index(spec)].test(name)
+        try:
+            check_test_fits_shape(test, volume_mode, access_mode, shared_clients and test.clients > 1)
+        except ProfileError as exc:
+            raise ProfileError(f"storage class {sc} ({volume_mode}, {access_mode}): {exc}") from None
     rng = random.Random(seed)
     cells: list[Cell] = []
     for rep in range(first_rep, first_rep + repetitions):
-        round_cells = [
-            (sc, spec, profile, test.name)
-            for sc in storage_classes
-            for spec, profile in zip(profiles, loaded)
-            for test in profile.tests
-            if not tests or test.name in tests
-        ]
-        rng.shuffle(round_cells)
-        for sc, spec, _profile, test in round_cells:
+        shuffled = list(round_cells)
+        rng.shuffle(shuffled)
+        for sc, (volume_mode, access_mode), spec, test in shuffled:
             cells.append(
                 Cell(
                     campaign=campaign,
                     run=run,
                     occasion=occasion,
                     storage_class=sc,
+                    volume_mode=volume_mode,
+                    access_mode=access_mode,
                     profile=spec,
                     workload=test,
                     rep=rep,
@@ -75,13 +104,15 @@ def expand(
 
 
 CELLS_FAN_OUT = "cells"  # cells that run as one pod
+BLOCK_CELLS_FAN_OUT = "block-cells"  # one-pod cells on a raw Block volume (fio on the device)
 CELL_PODS_FAN_OUT = "cell-pods"  # cells-per-pod > 1: several one-pod cells per pod, a fresh volume each
 CLIENT_CELLS_FAN_OUT = "client-cells"  # N client pods, each with its own volume, a barrier, a merge step
 SHARED_CLIENT_CELLS_FAN_OUT = "shared-client-cells"  # N client pods on one ReadWriteMany volume
-FAN_OUTS = (CELLS_FAN_OUT, CELL_PODS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT)
+FAN_OUTS = (CELLS_FAN_OUT, BLOCK_CELLS_FAN_OUT, CELL_PODS_FAN_OUT, CLIENT_CELLS_FAN_OUT, SHARED_CLIENT_CELLS_FAN_OUT)
 # The adaptive check's output parameter (and file, + .json) for each fan-out's next round
 NEXT_ROUND = {
     CELLS_FAN_OUT: "next",
+    BLOCK_CELLS_FAN_OUT: "next-block",
     CELL_PODS_FAN_OUT: "next-pods",
     CLIENT_CELLS_FAN_OUT: "next-clients",
     SHARED_CLIENT_CELLS_FAN_OUT: "next-shared-clients",
@@ -89,7 +120,8 @@ NEXT_ROUND = {
 # How many one-pod cells one pod may run, one after another, each on its own fresh volume
 # (docs/kubernetes.md, "Cells per pod"): the pod's volumes all exist while it runs.
 MAX_CELLS_PER_POD = 16
-# A pod's cells as one fan-out item: {"cells": "class:workload:rep:order class:…"}. Plain text,
+# A pod's cells as one fan-out item: {"cells": "class:Filesystem:ReadWriteOnce:workload:rep:order class:…"}
+# (FAN_OUT_ITEM_KEYS, ':'-joined). Plain text,
 # not JSON: Argo names the pod's node after it, and its template splits it in an expression
 # (the classes of the pod's volumes). Class names (DNS-1123) and test names (a-z0-9-) hold no
 # ':' or ' '.
@@ -107,7 +139,7 @@ def parse_pod_cells(text: str) -> list[dict]:
     for part in text.split():
         fields = part.split(":")
         if len(fields) != len(FAN_OUT_ITEM_KEYS):
-            raise ValueError(f"a pod's cell {part!r} is not class:workload:rep:order")
+            raise ValueError(f"a pod's cell {part!r} is not {':'.join(FAN_OUT_ITEM_KEYS)}")
         item = dict(zip(FAN_OUT_ITEM_KEYS, fields))
         try:
             item["rep"], item["order"] = int(item["rep"]), int(item["order"])
@@ -147,6 +179,8 @@ def argo_fan_outs(
         profile = loaded[spec] if spec in loaded else loaded.setdefault(spec, load_profile(spec))
         if any(test.clients > 1 for test in profile.tests):
             fan_outs[clients_fan_out].append({**item, "clients": profile.test(workload).clients})
+        elif item.get("volume_mode") == BLOCK:  # never grouped into pods: their volumes are devices
+            fan_outs[BLOCK_CELLS_FAN_OUT].append(item)
         else:
             fan_outs[CELLS_FAN_OUT].append(item)
     if cells_per_pod > 1:

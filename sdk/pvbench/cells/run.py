@@ -20,6 +20,7 @@ from pvbench.cells.publish import CellRaw
 from pvbench.cells.slo import describe as describe_slo
 from pvbench.cells.slo import rate_options, slo_fio_seconds, slo_probe_timing, slo_run_timing
 from pvbench.cells.slo import search as search_slo
+from pvbench.cells.volume import check_block_device, check_test_fits_shape, writes_data
 from pvbench.fio.parse import cpu_seconds, direction_metrics, job_errors, steady_state_result
 from pvbench.fio.runner import FioError, FioRun, fio_version, run_fio
 from pvbench.fio.series import cell_series, logs_archive
@@ -34,6 +35,7 @@ from pvbench.profiles import (
     resolve_timing,
 )
 from pvbench.results.schema import LatencySloResult, Provenance, ResultDocument, WorkloadSpec
+from pvbench.results.volume import BLOCK
 
 # Depth/jobs ladder tried by the sweep's "80% of max" search, lightest first.
 LOAD_LADDER = ((1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (4, 4), (8, 4), (32, 1))
@@ -71,7 +73,13 @@ class CellPlan:
     profile: Profile
     test: FioTest
     timing: Timing
-    target: Path
+    target: Path  # a directory, or a Block cell's device
+    scratch: bool = False  # a Block cell's device may be overwritten (pvbench.cells.volume)
+
+    @property
+    def block(self) -> bool:
+        """fio runs on the raw device ``target`` (a Block volume)."""
+        return self.cell.volume_mode == BLOCK
 
     @property
     def fio_timeout_s(self) -> float:
@@ -114,16 +122,23 @@ def plan_cell(
     overrides: TimingOverrides = TimingOverrides(),
     check: bool = True,
     one_client: bool = False,
+    scratch: bool = False,
 ) -> CellPlan:
     """Resolve and check everything about a cell; raises ProfileError before any I/O if wrong.
-    ``one_client``: the target is one client pod's own volume (only its jobs' files must fit)."""
+    ``one_client``: the target is one client pod's own volume (only its jobs' files must fit).
+    A Block cell's ``target`` is its device; ``scratch``: the device may be overwritten (a fresh
+    volume made for the cell, or a device the user marked so)."""
     profile = load_profile(cell.profile_spec)
     test = profile.test(cell.workload)
     timing = resolve_timing(profile, overrides.ramp, overrides.runtime, overrides.size)
     check_size_holds_a_block(profile, test, timing)
-    if check:
+    check_test_fits_shape(test, cell.volume_mode, cell.access_mode)
+    if check and cell.volume_mode == BLOCK:
+        # each job its own size bytes of the device (offset_increment); the load search tries up to 32
+        check_block_device(target, timing.size_bytes * max_jobs(test), writes_data(test), scratch)
+    elif check:
         check_target(target, timing.size_bytes, max_jobs(test, one_client))
-    return CellPlan(cell, profile, test, timing, target)
+    return CellPlan(cell, profile, test, timing, target, scratch)
 
 
 def _total_iops(run: FioRun) -> float:
@@ -147,6 +162,7 @@ def _find_load(plan: CellPlan) -> tuple[dict[str, str], str]:
             probe,
             plan.target,
             overrides={test.name: {"iodepth": str(depth), "numjobs": str(jobs)}},
+            block=plan.block,
         )
         return _total_iops(run_fio(jobfile, plan.fio_timeout_s))
 
@@ -173,7 +189,10 @@ def _search_slo(plan: CellPlan) -> tuple[LatencySloResult, FioRun]:
     def run(rate: float | None, full: bool) -> tuple[dict, str]:
         timing = slo_run_timing(plan.timing) if full else slo_probe_timing(plan.timing)
         options = {test.name: rate_options(test, rate)}
-        fio = run_fio(render_jobfile(plan.profile, [test], timing, plan.target, overrides=options), plan.fio_timeout_s)
+        fio = run_fio(
+            render_jobfile(plan.profile, [test], timing, plan.target, overrides=options, block=plan.block),
+            plan.fio_timeout_s,
+        )
         errors = job_errors(fio.output)
         if errors:
             raise FioError("fio reported failed jobs: " + "; ".join(errors))
@@ -204,7 +223,7 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         if test.load_target:
             chosen, notes["load_search"] = _find_load(plan)
             overrides[test.name] = chosen
-        jobfile = render_jobfile(plan.profile, [test], timing, plan.target, overrides=overrides)
+        jobfile = render_jobfile(plan.profile, [test], timing, plan.target, overrides=overrides, block=plan.block)
         run = run_fio(jobfile, plan.fio_timeout_s)
     ended = datetime.now(timezone.utc)
     errors = job_errors(run.output)
@@ -224,7 +243,7 @@ def run_cell(plan: CellPlan, labels: dict[str, str] | None = None) -> tuple[Resu
         host=socket.gethostname(),
         node=os.environ.get("PVBENCH_NODE_NAME") or os.environ.get("NODE_NAME"),
         target_path=str(plan.target),
-        filesystem=filesystem_of(plan.target),
+        filesystem=None if plan.block else filesystem_of(plan.target),
         provisioner=os.environ.get("PVBENCH_PROVISIONER") or None,
         kubernetes_version=os.environ.get("PVBENCH_KUBERNETES_VERSION") or None,
         fio_options={k: str(v) for k, v in options.items()},

@@ -25,26 +25,44 @@ from pvbench.fio.pod_barrier import DEFAULT_PORT as DEFAULT_BARRIER_PORT
 from pvbench.kube.lifecycle import VOLUME_NAME
 from pvbench.profiles import DEFAULT_PROFILE_NAME, ProfileError
 from pvbench.results.schema import LIFECYCLE_METRICS
+from pvbench.results.volume import BLOCK, DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_MODE
 from pvbench.store.layout import CLIENT_FILE, FIO_LOGS_FILE, RAW_FIO_FILE, RESULT_FILE
 
 app = typer.Typer()
 
 
 # ---------------------------------------------------------------- matrix
-def _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests):
-    from pvbench.cells.matrix import expand
+def _cells(
+    campaign,
+    run,
+    occasion,
+    storage_classes,
+    profiles,
+    repetitions,
+    seed,
+    tests,
+    volume_modes,
+    access_modes,
+    client_volumes,
+):
+    from pvbench.cells.matrix import every_shape, expand
     from pvbench.store.layout import check_distinct_keys
 
     try:
+        classes = split_list(storage_classes)
         cells = expand(
             campaign=campaign,
             run=run,
             occasion=occasion,
-            storage_classes=split_list(storage_classes),
+            storage_classes=classes,
             profiles=split_list(profiles),
             repetitions=repetitions,
             seed=seed,
             tests=split_list(tests) or None,
+            shapes=every_shape(
+                classes, split_list(volume_modes.replace(" ", ",")), split_list(access_modes.replace(" ", ","))
+            ),
+            shared_clients=client_volumes == "shared",
         )
         check_distinct_keys((cell.describe(), cell.identity()) for cell in cells)
     except (ProfileError, ValueError) as exc:
@@ -60,6 +78,19 @@ ProfilesOpt = Annotated[str, typer.Option("--profiles", help=f"Profiles, comma-s
 RepsOpt = Annotated[int, typer.Option(help="Repetitions of every cell")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the randomized cell order")]
 TestsOpt = Annotated[str, typer.Option(help="Only these tests of the profiles, comma-separated")]
+VolumeModesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Volume modes, each a cell of its own: Filesystem (fio's files on the volume's filesystem), Block "
+        "(fio on the raw device), or both ('Filesystem Block')"
+    ),
+]
+AccessModesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Access modes of the cells' volumes: ReadWriteOnce, ReadWriteMany (shared client volumes need it), or both"
+    ),
+]
 CellsPerPodOpt = Annotated[
     int,
     typer.Option(
@@ -90,16 +121,31 @@ def expand(
         str, typer.Option(help="Multi-client cells' volumes: own (a PVC per client pod) or shared (one RWX PVC)")
     ] = "own",
     cells_per_pod: CellsPerPodOpt = 1,
+    volume_modes: VolumeModesOpt = DEFAULT_VOLUME_MODE,
+    access_modes: AccessModesOpt = DEFAULT_ACCESS_MODE,
 ) -> None:
     """Print the cells of the matrix as a JSON list, in their seeded random order (Argo's withParam input).
 
-    Each item holds only what tells the run's cells apart (storage_class, workload, rep, order);
+    Each item holds only what tells the run's cells apart (storage_class, volume_mode, access_mode,
+    workload, rep, order);
     Argo names each fan-out node after its item. With --outputs, the same items split into the
     template's fan-outs (pvbench.cells.matrix.argo_fan_outs).
     """
     from pvbench.cells.matrix import argo_fan_outs
 
-    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    cells = _cells(
+        campaign,
+        run,
+        occasion,
+        storage_classes,
+        profiles,
+        repetitions,
+        seed,
+        tests,
+        volume_modes,
+        access_modes,
+        client_volumes,
+    )
     try:
         fan_outs = argo_fan_outs(
             [(c.profile_spec, c.workload, c.fan_out_item()) for c in cells], client_volumes, cells_per_pod
@@ -155,6 +201,8 @@ def validate(
         ),
     ] = "",
     cells_per_pod: CellsPerPodOpt = 1,
+    volume_modes: VolumeModesOpt = DEFAULT_VOLUME_MODE,
+    access_modes: AccessModesOpt = DEFAULT_ACCESS_MODE,
 ) -> None:
     """Check every parameter of a run before anything is created; exit 2 with a clear message if wrong.
 
@@ -187,27 +235,42 @@ def validate(
             f"{len(classes)} storage classes in one run; at most {max_storage_classes} are allowed "
             f"(the chart's benchmark.maxStorageClasses): split them over several runs"
         )
-    cells = _cells(campaign, run, occasion, storage_classes, profiles, repetitions, seed, tests)
+    cells = _cells(
+        campaign,
+        run,
+        occasion,
+        storage_classes,
+        profiles,
+        repetitions,
+        seed,
+        tests,
+        volume_modes,
+        access_modes,
+        client_volumes,
+    )
     deadline = 0.0
     try:
         volume = parse_size(volume_size.removesuffix("i")) if volume_size else None
         volume_wait = parse_seconds(volume_timeout)
-        seen: set[tuple[str, str]] = set()
-        for cell in cells:  # only the tests this run measures, each once
-            if (cell.profile, cell.workload) in seen:
+        seen: set[tuple[str, str, str]] = set()
+        for cell in cells:  # only the tests this run measures, each once (per volume mode)
+            if (cell.profile, cell.workload, cell.volume_mode) in seen:
                 continue
-            seen.add((cell.profile, cell.workload))
+            seen.add((cell.profile, cell.workload, cell.volume_mode))
             plan = plan_cell(cell, Path("/"), TimingOverrides(ramp, runtime, size), check=False)
             # on Argo each client of a multi-client test is a pod with its own volume of this size,
             # or every client's files go into one shared volume of this size
             jobs = max_jobs(plan.test, one_client=client_volumes == "own")
-            if volume is not None and plan.timing.size_bytes * jobs > volume * 0.95:
+            room = volume if cell.volume_mode == BLOCK else volume * 0.95 if volume is not None else None
+            if room is not None and plan.timing.size_bytes * jobs > room:
                 per = ""
                 if plan.test.clients > 1:
                     per = " per client pod" if client_volumes == "own" else f" of {plan.test.clients} clients together"
                 fail(
                     f"{cell.profile}/{cell.workload}: size {plan.timing.size} × {jobs} job(s){per} does not fit in a "
-                    f"{volume_size} volume (keep 5% for the filesystem); lower the size or raise the volume size"
+                    f"{volume_size} {cell.volume_mode} volume"
+                    + (" (keep 5% for the filesystem)" if cell.volume_mode != BLOCK else "")
+                    + "; lower the size or raise the volume size"
                 )
             deadline = max(deadline, plan.deadline_s(volume_wait))
     except ProfileError as exc:
@@ -234,8 +297,17 @@ def fio_step(
     workload: Annotated[str, typer.Option(help="Test of the profile, e.g. randread-iops")],
     rep: Annotated[int, typer.Option(help="Repetition number, from 1")],
     target: Annotated[
-        Optional[Path], typer.Option(help="Directory on the storage under test (the PVC mount); not with --merge")
+        Optional[Path],
+        typer.Option(
+            help="Directory on the storage under test (the PVC mount), or its device (Block); not with --merge"
+        ),
     ] = None,
+    volume_mode: Annotated[
+        str, typer.Option(help="Filesystem, or Block: --target is the raw device of a fresh volume made for this cell")
+    ] = DEFAULT_VOLUME_MODE,
+    access_mode: Annotated[str, typer.Option(help="The volume's access mode: ReadWriteOnce or ReadWriteMany")] = (
+        DEFAULT_ACCESS_MODE
+    ),
     order: Annotated[int, typer.Option(help="Position in the randomized order")] = 0,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the randomized order, recorded in the result")] = None,
     ramp: Annotated[Optional[str], typer.Option(help="Ramp time override, e.g. 2s")] = None,
@@ -307,6 +379,8 @@ def fio_step(
             run=run,
             occasion=occasion,
             storage_class=storage_class,
+            volume_mode=volume_mode,
+            access_mode=access_mode,
             profile=profile,
             workload=workload,
             rep=rep,
@@ -323,7 +397,8 @@ def fio_step(
             plan = plan_cell(cell, Path("/"), overrides, check=False)
         else:
             # a client pod's own volume holds its files; a shared one holds every client's
-            plan = plan_cell(cell, target, overrides, one_client=client is not None and not shared_volume)
+            # a Block cell's device is a fresh volume made for this cell alone: scratch
+            plan = plan_cell(cell, target, overrides, one_client=client is not None and not shared_volume, scratch=True)
         if client is not None and not 1 <= client <= plan.test.clients:
             raise ValueError(f"--client {client}: {cell.workload} has {plan.test.clients} client(s)")
         store_obj = open_store(store) if store else None
@@ -398,7 +473,10 @@ def fio_pod(
     occasion: OccasionOpt,
     profile: Annotated[str, typer.Option(help=f"{PROFILE_NAMES} or file:PATH")],
     cells: Annotated[
-        str, typer.Option(help="The pod's cells, 'class:workload:rep:order …' in their order (a cell-pods item)")
+        str,
+        typer.Option(
+            help="The pod's cells, 'class:volume_mode:access_mode:workload:rep:order …' in their order (a cell-pods item)"
+        ),
     ],
     targets: Annotated[Path, typer.Option(help="Cell i runs on its own fresh volume, mounted at TARGETS/i (i from 0)")],
     out: Annotated[Path, typer.Option(help="Each cell's result files go under OUT/<its key below --key>")],

@@ -10,12 +10,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pvbench.cells.cell import check_label, check_repetitions, check_storage_class_name
 from pvbench.cells.guards import GUARDS
 from pvbench.profiles import DEFAULT_PROFILE_NAME
+from pvbench.results.volume import BLOCK, DEFAULT_ACCESS_MODE, DEFAULT_VOLUME_MODE, AccessMode, VolumeMode
 from pvbench.stats.adaptive import AdaptiveSettings
 from pvbench.yaml_input import load_yaml
 
 
 class ConfigError(ValueError):
     pass
+
+
+class ClassVolume(BaseModel):
+    """A local class's volume shape (pvbench.cells.volume), from its long form in the config:
+
+    storage_classes:
+      nvme: /mnt/nvme/pvbench                 # a directory: Filesystem, ReadWriteOnce
+      nvme-raw: {path: /dev/nvme1n1, volume_mode: Block, scratch: true}
+      nfs: {path: /mnt/nfs/pvbench, access_mode: ReadWriteMany}
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    volume_mode: VolumeMode = DEFAULT_VOLUME_MODE
+    access_mode: AccessMode = DEFAULT_ACCESS_MODE
+    scratch: bool = Field(default=False, description="A Block device whose contents tests may destroy")
 
 
 class LocalConfig(BaseModel):
@@ -25,7 +42,12 @@ class LocalConfig(BaseModel):
 
     campaign: str = Field(description="Campaign label of every result")
     store: str = Field(default="./pvbench-data", description="Directory or s3://bucket/prefix")
-    storage_classes: dict[str, Path] = Field(description="Storage class name → directory on that medium")
+    storage_classes: dict[str, Path] = Field(
+        description="Storage class name → directory on that medium, or {path, volume_mode, access_mode, scratch}"
+    )
+    class_volumes: dict[str, ClassVolume] = Field(
+        default_factory=dict, description="Each class's volume shape (the long form of storage_classes)"
+    )
     profiles: list[str] = Field(default_factory=lambda: [DEFAULT_PROFILE_NAME])
     tests: list[str] = Field(default_factory=list, description="Only these tests (default: all)")
     repetitions: int = Field(default=3, ge=1)
@@ -56,6 +78,32 @@ class LocalConfig(BaseModel):
             )
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _long_forms(cls, data):
+        # a class as {path, volume_mode, access_mode, scratch}: its path stays in storage_classes
+        # (what every check and the runner read), its shape goes to class_volumes
+        if isinstance(data, dict) and isinstance(data.get("storage_classes"), dict):
+            paths, volumes = {}, dict(data.get("class_volumes") or {})
+            for name, value in data["storage_classes"].items():
+                if isinstance(value, dict):
+                    if "path" not in value:
+                        raise ValueError(f"storage class {name!r}: give its path (a directory, or a device for Block)")
+                    paths[name] = value["path"]
+                    volumes[name] = {k: v for k, v in value.items() if k != "path"}
+                else:
+                    paths[name] = value
+            data = {**data, "storage_classes": paths, "class_volumes": volumes}
+        return data
+
+    def volume(self, name: str) -> ClassVolume:
+        """The class's volume shape (the default: a Filesystem directory, ReadWriteOnce)."""
+        return self.class_volumes.get(name) or ClassVolume()
+
+    def shapes(self) -> dict[str, list[tuple[str, str]]]:
+        """Each class's one shape, as ``pvbench.cells.matrix.expand`` takes them."""
+        return {name: [(self.volume(name).volume_mode, self.volume(name).access_mode)] for name in self.storage_classes}
+
     @model_validator(mode="after")
     def _adaptive_start(self) -> "LocalConfig":
         if self.adaptive is not None:
@@ -82,6 +130,16 @@ class LocalConfig(BaseModel):
         for name in value:
             check_storage_class_name(name)
         return value
+
+    @model_validator(mode="after")
+    def _volumes_of_classes(self) -> "LocalConfig":
+        unknown = sorted(set(self.class_volumes) - set(self.storage_classes))
+        if unknown:
+            raise ValueError(f"class_volumes names classes that are not in storage_classes: {', '.join(unknown)}")
+        for name, volume in self.class_volumes.items():
+            if volume.scratch and volume.volume_mode != BLOCK:
+                raise ValueError(f"storage class {name!r}: scratch is for Block devices (volume_mode: Block)")
+        return self
 
     @field_validator("campaign")
     @classmethod

@@ -21,11 +21,13 @@ from pvbench.cells.cell import Cell
 from pvbench.cells.matrix import expand
 from pvbench.cells.publish import pending, publish
 from pvbench.cells.run import CellPlan, TimingOverrides, plan_cell, run_cell
+from pvbench.cells.volume import check_shared_directory
 from pvbench.fio.runner import FioError
 from pvbench.fio.target import check_target_path, remove_fio_files
 from pvbench.local.config import LocalConfig
 from pvbench.pipeline.adaptive import plan_stream
 from pvbench.profiles import ProfileError
+from pvbench.results.volume import BLOCK, READ_WRITE_MANY
 from pvbench.stopping import Interrupted, check_interrupted, deferred_signals
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE, results_prefix, slug
@@ -84,8 +86,12 @@ def plan_run(config: LocalConfig, run: str, occasions: list[str] | None = None) 
             repetitions=config.repetitions,
             seed=config.seed + index,
             tests=config.tests or None,
+            shapes=config.shapes(),
         )
         for name, target in config.storage_classes.items():
+            volume = config.volume(name)
+            if volume.volume_mode == BLOCK:  # a device: checked as one by plan_cell, never created
+                continue
             check_target_path(target)  # a path fio reads as itself, not a file: before creating it
             try:
                 target.mkdir(parents=True, exist_ok=True)
@@ -93,7 +99,17 @@ def plan_run(config: LocalConfig, run: str, occasions: list[str] | None = None) 
                 raise ProfileError(
                     f"storage class {name}: target {target} cannot be created: {exc.strerror or exc}"
                 ) from None
-        plans += [plan_cell(cell, config.storage_classes[cell.storage_class], overrides) for cell in cells]
+            if volume.access_mode == READ_WRITE_MANY:
+                check_shared_directory(name, target)
+        plans += [
+            plan_cell(
+                cell,
+                config.storage_classes[cell.storage_class],
+                overrides,
+                scratch=config.volume(cell.storage_class).scratch,
+            )
+            for cell in cells
+        ]
     return plans
 
 

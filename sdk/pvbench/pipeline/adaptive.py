@@ -15,6 +15,7 @@ import duckdb
 
 from pvbench.cells.run import TimingOverrides, plan_cell
 from pvbench.results.schema import LIFECYCLE_WORKLOAD
+from pvbench.results.volume import volume_key
 from pvbench.stats.adaptive import AdaptiveSettings, assess, shuffle_round
 from pvbench.store.layout import cell_prefix
 
@@ -32,7 +33,8 @@ def next_round(
     # the volume lifecycle is measured by every cell, not a cell of its own: nothing to repeat
     rows = con.execute(
         """
-        select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep
+        select campaign, run, occasion, storage_class, profile, workload, direction, metric, value, rep,
+            class_name, volume_mode, access_mode
         from measurements where is_headline and workload <> ?""",
         [LIFECYCLE_WORKLOAD],
     ).fetchall()
@@ -46,6 +48,8 @@ def next_round(
     index = {"campaign": 0, "run": 1, "occasion": 2, "storage_class": 3, "profile": 4, "workload": 5}
     max_rep: dict[tuple, int] = {}
     latest: dict[tuple, tuple] = {}
+    # storage_class is the class with its volume shape (result_rows): a next cell names both
+    shape_of = {r[3]: {"storage_class": r[10], "volume_mode": r[11], "access_mode": r[12]} for r in rows}
     data = []
     for r in rows:
         key = tuple(r[index[f]] for f in fields)
@@ -74,11 +78,13 @@ def next_round(
         if pool_occasions:  # the loop decides where the next rep goes; name the latest run/occasion
             nxt["run"], nxt["occasion"] = latest[p.cell]
         nxt["rep"] = max_rep[p.cell] + 1
+        nxt.update(shape_of[nxt["storage_class"]])
         nxt["key"] = cell_prefix(
             nxt["campaign"],
             nxt["run"],
             nxt["occasion"],
             nxt["storage_class"],
+            volume_key(nxt["volume_mode"], nxt["access_mode"]),
             nxt["profile"],
             nxt["workload"],
             nxt["rep"],
@@ -150,7 +156,7 @@ def plan_stream(
             last = planned[key][-1]
             cell = last.cell.model_copy(update={"rep": max(p.cell.rep for p in planned[key]) + 1, "order": next_order})
             next_order += 1
-            plan = plan_cell(cell, last.target, overrides)
+            plan = plan_cell(cell, last.target, overrides, scratch=last.scratch)
             planned[key].append(plan)
             more.append(plan)
         if on_round:
@@ -159,4 +165,4 @@ def plan_stream(
 
 
 def _cell_key(cell) -> tuple:
-    return (cell.occasion, cell.storage_class, cell.profile, cell.workload)
+    return (cell.occasion, cell.storage_label(), cell.profile, cell.workload)

@@ -109,18 +109,27 @@ def resolve_timing(
     )
 
 
-def job_options(profile: Profile, timing: Timing, target_dir: str | Path) -> dict[str, str]:
+def job_options(profile: Profile, timing: Timing, target_dir: str | Path, block: bool = False) -> dict[str, str]:
     """The [global] section of every job file pvbench runs.
 
     fio writes the interval logs of the cell's series (``pvbench.fio.series``) into its working
     directory, a temporary one of the run (``run_fio``), never into the target; so the target
-    is given as an absolute path."""
+    is given as an absolute path. ``block``: the target is a raw device (a Block volume): fio runs
+    on the device itself (``filename=``), no filesystem, no files to lay out; each job gets its own
+    ``size`` bytes of it (``offset_increment``), as each job gets its own file on a filesystem."""
     options = dict(BASE_OPTIONS)
     options.update(profile.global_options)
     options.update(series_log_options())
+    where = (
+        {"filename": fio_path(os.path.abspath(target_dir)), "offset_increment": str(timing.size_bytes)}
+        if block
+        else {"directory": fio_path(os.path.abspath(target_dir))}
+    )
+    if block:
+        del options["filename_format"]
     options.update(
         {
-            "directory": fio_path(os.path.abspath(target_dir)),
+            **where,
             "size": str(timing.size_bytes),
             "ramp_time": fio_seconds(timing.ramp_s),
             "runtime": fio_seconds(timing.runtime_s),
@@ -135,14 +144,15 @@ def render_jobfile(
     timing: Timing,
     target_dir: str | Path,
     overrides: dict[str, dict[str, str]] | None = None,
+    block: bool = False,
 ) -> str:
     """A fio job file: pvbench's globals, then one section per test separated by stonewall.
 
     ``overrides`` maps a test name to options replacing the test's own (used by the
-    80%-of-max search to try other depth/job counts).
+    80%-of-max search to try other depth/job counts). ``block``: ``target_dir`` is a raw device.
     """
     lines = ["; rendered by pvbench — do not edit, change the profile instead", "[global]"]
-    lines += [f"{key}={value}" for key, value in job_options(profile, timing, target_dir).items()]
+    lines += [f"{key}={value}" for key, value in job_options(profile, timing, target_dir, block).items()]
     for test in tests:
         options = test.fio_options()
         options.update((overrides or {}).get(test.name, {}))
@@ -156,6 +166,7 @@ _CONTROLLED = {
     "directory",
     "filename",
     "filename_format",
+    "offset_increment",
     "ramp_time",
     "runtime",
     "size",

@@ -15,6 +15,14 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pvbench.results.metrics import metrics_from
+from pvbench.results.volume import (
+    DEFAULT_ACCESS_MODE,
+    DEFAULT_VOLUME_MODE,
+    AccessMode,
+    VolumeMode,
+    storage_label,
+    volume_key,
+)
 from pvbench.store.layout import FIO_LOGS_FILE, RAW_FIO_FILE, RESULT_FILE, cell_prefix
 
 SCHEMA_VERSION = "pvbench.result/v1"
@@ -46,6 +54,14 @@ class CellIdentity(_Strict):
     storage_class: str = Field(description="Kubernetes StorageClass name, or an imported solution label")
     profile: str = Field(description="Workload profile name (dbench, vshn, sweep, custom, an import)")
     workload: str = Field(description="One test of the profile (randread-iops, …) or an imported metric label")
+    volume_mode: VolumeMode = Field(
+        default=DEFAULT_VOLUME_MODE,
+        description="The volume's mode (a PVC's volumeMode): Filesystem, or Block (fio on the device)",
+    )
+    access_mode: AccessMode = Field(
+        default=DEFAULT_ACCESS_MODE,
+        description="The volume's access mode (a PVC's accessModes): ReadWriteOnce or ReadWriteMany",
+    )
     rep: int = Field(ge=1, description="Repetition number within the occasion, from 1")
     order: int | None = Field(default=None, description="Position in the run's randomized cell order")
     labels: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. role=candidate")
@@ -53,8 +69,19 @@ class CellIdentity(_Strict):
     def prefix(self) -> str:
         """The store folder of this cell's files (pvbench.store.layout.cell_prefix)."""
         return cell_prefix(
-            self.campaign, self.run, self.occasion, self.storage_class, self.profile, self.workload, self.rep
+            self.campaign,
+            self.run,
+            self.occasion,
+            self.storage_class,
+            volume_key(self.volume_mode, self.access_mode),
+            self.profile,
+            self.workload,
+            self.rep,
         )
+
+    def storage_label(self) -> str:
+        """The class as the report names it: with its volume shape unless that is the default."""
+        return storage_label(self.storage_class, self.volume_mode, self.access_mode)
 
     def result_key(self) -> str:
         """Where this cell's result.json is stored."""

@@ -5,9 +5,10 @@ and every reader (analytics, compare, report) builds keys here and nowhere else;
 key back (its campaign and run) parses it here too, from the same names (run_of,
 parse_compact_key, find_compact, parse_report_key, COMPACT_FILE_PATTERN).
 
-    results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/profile=<p>/workload=<w>/rep=<n>/result.json
-                                                                                             .../fio.json
-                                                                                             .../fio-logs.tar.gz
+    results/campaign=<c>/run=<r>/occasion=<o>/storage_class=<sc>/volume=<v>/profile=<p>/workload=<w>/rep=<n>/result.json
+                                                                                                         .../fio.json
+                                                                                                         .../fio-logs.tar.gz
+    (<v>: the volume's shape, pvbench.cells.volume.volume_key: filesystem-rwo, block-rwo, filesystem-rwx…)
     compact/campaign=<c>/run=<r>/result_rows.parquet   (a run's results, validated and flattened once)
                                  .../documents.parquet     (what was read: key, size, version, problem)
                                  .../occasion_measurements.parquet (its values grouped by occasion)
@@ -128,7 +129,14 @@ def check_distinct_keys(items) -> None:
 
 
 def cell_prefix(
-    campaign: str, run: str, occasion: str, storage_class: str, profile: str, workload: str, rep: int | str
+    campaign: str,
+    run: str,
+    occasion: str,
+    storage_class: str,
+    volume: str,
+    profile: str,
+    workload: str,
+    rep: int | str,
 ) -> str:
     """Where one cell's result.json and fio.json go (CellIdentity.prefix; templates call it with placeholders)."""
     return "/".join(
@@ -138,6 +146,7 @@ def cell_prefix(
             _segment(RUN, run),
             _segment("occasion", occasion),
             _segment("storage_class", storage_class),
+            _segment("volume", volume),
             _segment("profile", profile),
             _segment("workload", workload),
             _segment("rep", rep),
