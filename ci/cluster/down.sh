@@ -18,6 +18,10 @@ LOGDIR=$(readlink -f "$LOG_ROOT/latest" 2>/dev/null || true)
 # 0. diagnostics for the logs, while the API still answers
 if [ -n "$LOGDIR" ] && [ -d "$LOGDIR" ] && [ -x "$BIN/kubectl" ] && [ -s "$KUBECONFIG_PATH" ] && pid_alive kube-apiserver; then
   k get nodes,pods,pvc,pv,events -A -o wide --request-timeout 10s >"$LOGDIR/final-state.txt" 2>&1 || true
+  # what the Argo Events pods said (a change that started no run is found here)
+  for d in $(k -n pvbench get deploy -o name --request-timeout 10s 2>/dev/null | grep -e sensor -e eventsource); do
+    k -n pvbench logs "$d" --tail 300 --request-timeout 10s >"$LOGDIR/${d#deployment.apps/}.log" 2>&1 || true
+  done
 fi
 
 # 1. no new containers: stop the kubelets and the provisioner first

@@ -447,8 +447,7 @@ media() {
 # The shared (ReadWriteMany) class's network filesystem: an SFTP server (OpenSSH's sftp-server, one
 # per connection, behind socat) serving a directory on the ext4 medium, mounted on the host with
 # sshfs. Both nodes are this host, so both see the one mount; pods get it as local-path's hostPath
-# volumes. allow_other: the pods' non-root fio goes through it. fio's O_DIRECT reaches the server
-# as it would an NFS server.
+# volumes. allow_other: the pods' non-root fio goes through it.
 shared_fs() {
   mkdir -p "$SHARED_EXPORT" "$SHARED_MOUNT"
   start sftp socat "TCP-LISTEN:$SFTP_PORT,bind=127.0.0.1,fork,reuseaddr" "EXEC:$SFTP_SERVER"

@@ -203,6 +203,7 @@ def shared_run() -> WatchedRun:
         "tests": "randwrite-iops-x2",
         "repetitions": "1",
         "client-volumes": "shared",
+        "access-modes": "ReadWriteMany",  # all clients on one volume: a ReadWriteMany one
         "campaign": CAMPAIGN,
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
@@ -244,6 +245,7 @@ def test_shared_client_volume_is_one_rwx_claim_for_every_client_released_after_t
     [(_, doc)] = _results(shared_run.name).values()
     section = doc.clients
     assert section.count == 2 and section.barrier == "pods" and section.volumes == "shared"
+    assert doc.identity.access_mode == "ReadWriteMany" and doc.identity.storage_label() == "pvbench-tmpfs (RWX)"
     # both clients wrote into their own directory of the one volume, released together
     assert [c.target_path for c in section.per_client] == ["/data/pvbench-client-1", "/data/pvbench-client-2"]
     assert section.start_skew_s is not None and section.start_skew_s < 0.5, section

@@ -95,7 +95,8 @@ def test_results_land_under_the_layout_keys(run):
     minio, name = run["minio"], run["name"]
     keys = [k for k in minio.keys(BUCKET, results_prefix(PARAMS["campaign"], name) + "/") if k.endswith(RESULT_FILE)]
     expected = sorted(
-        f"{cell_prefix(PARAMS['campaign'], name, 'adhoc', sc, 'dbench', 'randread-iops', rep)}/{RESULT_FILE}"
+        f"{cell_prefix(PARAMS['campaign'], name, 'adhoc', sc, 'filesystem-rwo', 'dbench', 'randread-iops', rep)}/"
+        + RESULT_FILE
         for sc in CLASSES
         for rep in (1, 2, 3)
     )
@@ -207,9 +208,9 @@ def test_no_volume_of_the_run_remains(run):
 
 
 def test_node_names_are_short(run):
-    """A fan-out node is named after its item: only what tells cells apart."""
+    """A fan-out node is named after its item: only what tells cells apart (its volume shape too)."""
     names = [n["displayName"] for n in cell_nodes(run["wf"])]
-    assert names and max(len(x) for x in names) <= 80, names
+    assert names and max(len(x) for x in names) <= 150, names
     assert all("storage_class:" in x and "workload:" in x for x in names), names
 
 

@@ -82,7 +82,9 @@ def change_driver(version: str) -> dict:
     holder = hold_mutex(NODE_MUTEX_PREFIX + QOS_RUNS["node-value"])
     try:
         driver = roll_out(version)
-        [name] = wait_until(f"a candidate run for driver {version}", lambda: set(candidate_runs()) - before, 60)
+        # generous: on a loaded node the change reaches the Sensor through the EventSource's watch
+        # and the EventBus; once, at the end of a full CI stage, not within 60 s
+        [name] = wait_until(f"a candidate run for driver {version}", lambda: set(candidate_runs()) - before, 240)
     finally:
         argo("resume", holder)
     wf = wait_workflow(name, timeout=1500)

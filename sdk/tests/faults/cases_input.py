@@ -55,6 +55,22 @@ def _store_inside_a_class(ctx: Ctx) -> Outcome:
     return Outcome(ok and not (media / "results").exists(), shown, "nothing ran; store untouched")
 
 
+def _unmarked_device_written(ctx: Ctx) -> Outcome:
+    """A raw device named as a Block class without `scratch: true`, and tests that write."""
+    from pvbench.testing.volumes import LoopDevice
+
+    mark = b"the user's data" * 64
+    with LoopDevice(ctx.tmp / "disk.img", 64 * 2**20) as device:
+        with open(device, "r+b") as f:
+            f.write(mark)
+        raw = {"raw": {"path": str(device), "volume_mode": "Block"}}
+        proc = ctx.cli("local", "run", _config(ctx, storage_classes=raw, tests=["randwrite-iops"], size="8M"))
+        ok, shown = clear_error(proc, "is not marked scratch and the test writes to it")
+        with open(device, "rb") as f:
+            kept = f.read(len(mark)) == mark
+    return Outcome(ok and kept, shown.replace(str(device), "/dev/loopN"), "the device's bytes unchanged; nothing ran")
+
+
 CASES = [
     Case("input", "a storage class twice in the config (YAML would keep the last)", _config_with_a_class_twice),
     _local_run_refused("storage class `Bad_Name` (not DNS-1123)", "Bad_Name", storage_classes={"Bad_Name": "/tmp"}),
@@ -62,4 +78,15 @@ CASES = [
     _local_run_refused("repetitions: -1", "repetitions", repetitions=-1),
     _local_run_refused("size: -1G", "size", size="-1G"),
     Case("input", "the store inside a storage class's directory", _store_inside_a_class),
+    Case("input", "a Block class on a device not marked scratch, tests that write", _unmarked_device_written),
+    _local_run_refused(
+        "a ReadWriteMany class on a local filesystem",
+        "access mode ReadWriteMany needs a directory on a shared filesystem",
+        storage_classes={"shared": {"path": "media", "access_mode": "ReadWriteMany"}},
+    ),
+    _local_run_refused(
+        "a Block class whose path is a directory",
+        "is not a block device (a directory)",
+        storage_classes={"raw": {"path": "media", "volume_mode": "Block", "scratch": True}},
+    ),
 ]
