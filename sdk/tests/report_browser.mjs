@@ -203,16 +203,27 @@ async function visit(name, p, minCharts, select, waitText, via, load) {
 }
 
 const results = [];
+const NETWORK_CHANGED = 'ERR_NETWORK_CHANGED';
 for (const { name, path: p, minCharts = 0, select, waitText, via, load } of args.pages) {
+	let [badBefore, failedBefore] = [bad.length, failed.length];
 	let result = await visit(name, p, minCharts, select, waitText, via, load);
 	// Chromium aborts in-flight requests when the host's network configuration changes (another
 	// process adding an address or a bridge: the Kubernetes stage beside, bringing its node up or
 	// down, does so several times in a row): that is the machine, not the report. Load it again.
-	for (let again = 0; again < 4 && result.consoleErrors.some((e) => e.includes('ERR_NETWORK_CHANGED')); again++) {
+	const brokenByTheMachine = () =>
+		result.consoleErrors.some((e) => e.includes(NETWORK_CHANGED)) ||
+		failed.slice(failedBefore).some((f) => (f.error ?? '').includes(NETWORK_CHANGED));
+	for (let again = 0; again < 4 && brokenByTheMachine(); again++) {
 		const first = result.consoleErrors;
 		await new Promise((done) => setTimeout(done, 2000)); // let the change settle
+		// The broken attempt's error responses are its own, not the site's: SvelteKit's error
+		// path after an aborted request runs the root layout's load for the route without its
+		// params, whose prerendered queries (/api/<route>/<md5 of no params>/…) do not exist: a 404.
+		const voided = bad.splice(badBefore);
+		[badBefore, failedBefore] = [bad.length, failed.length];
 		result = await visit(name, p, minCharts, select, waitText, undefined, load); // not clicked to, again
 		result.retriedAfter = first;
+		result.voidedResponses = voided;
 	}
 	results.push(result);
 }

@@ -143,13 +143,13 @@ def test_the_gate_that_stops_early_decides_as_the_whole_test():
 
 
 def test_the_fast_pelt_segments_as_ruptures_own():
-    """Pelt with the running-sum l2 cost and its segmentation weighed with NumPy finds the
-    boundaries ruptures' own Pelt finds, with that cost and with its own l2 cost."""
+    """pelt_l2 (running-sum l2 cost, each end's starts weighed with NumPy) finds the boundaries
+    ruptures' own Pelt with its l2 cost finds, ties between partitions' costs included; and
+    refuses, as ruptures does, a min_size longer than the series."""
     import ruptures
 
-    from pvbench.stats.changepoints import _pelt_classes
+    from pvbench.stats.changepoints import pelt_l2
 
-    cost, pelt = _pelt_classes()
     rng = np.random.default_rng(7)
     for trial in range(120):
         n = int(rng.integers(6, 90))
@@ -160,6 +160,27 @@ def test_the_fast_pelt_segments_as_ruptures_own():
             y = np.round(y, 2)  # ties between partitions' costs
         min_size = int(rng.integers(1, 4))
         pen = 2 * 0.04**2 * math.log(n) * rng.uniform(0.2, 3)
-        fast = pelt(custom_cost=cost(), min_size=min_size, jump=1).fit(y).predict(pen=pen)
-        assert fast == ruptures.Pelt(custom_cost=cost(), min_size=min_size, jump=1).fit(y).predict(pen=pen)
+        fast = pelt_l2(y, pen, min_size)
         assert fast == ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(y).predict(pen=pen)
+    with pytest.raises(ValueError, match="segments of at least 4"):
+        pelt_l2(np.ones(3), 1.0, 4)
+    with pytest.raises(ruptures.exceptions.BadSegmentationParameters):
+        ruptures.Pelt(model="l2", min_size=4, jump=1).fit(np.ones(3)).predict(pen=1.0)
+
+
+def test_an_aggregation_does_not_import_ruptures():
+    """Segmenting a history needs no ruptures (it imports scipy.stats: ~1 s of CPU in every
+    aggregation whose history has a change): ruptures is the tests' reference only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from pvbench.stats.changepoints import Occasion, detect_changes\n"
+        "means = [1000.0] * 20 + [800.0] * 20\n"
+        "h = detect_changes([Occasion(time=float(i), mean=m * (1 + 0.01 * ((i * 7) % 5 - 2))) for i, m in enumerate(means)])\n"
+        "assert h.change_points, h\n"
+        "print(sorted({'ruptures', 'scipy.stats'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

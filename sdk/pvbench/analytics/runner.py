@@ -405,10 +405,12 @@ class Overlapped:
 
 
 def _computed(step: Overlapped, cursor: duckdb.DuckDBPyConnection) -> object:
+    started_at = time.monotonic()
     try:
         return step.compute(cursor)
     finally:
         cursor.close()
+        log.debug("beside the models, after %s: %.2f s", step.needs, time.monotonic() - started_at)
 
 
 def run_models(

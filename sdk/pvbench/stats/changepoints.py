@@ -6,10 +6,11 @@ slowly (a drift), and says which events fall where a step happened (``attribute`
 
 The method, on y = log(occasion mean) (a change is a ratio, and day-to-day noise is multiplicative):
 
-1. **Candidates** — ruptures' Pelt with a least-squares (l2) cost: the segmentation into levels
-   that minimises the squared residuals plus a penalty per change point. The penalty is
-   ``penalty · σ̂² · log(n)`` with σ̂ the noise sd read robustly from the first differences (a
-   step moves one difference, a bad day two; the median of them moves with neither).
+1. **Candidates** — Pelt with a least-squares (l2) cost (ruptures' search: ``pelt_l2``): the
+   segmentation into levels that minimises the squared residuals plus a penalty per change
+   point. The penalty is ``penalty · σ̂² · log(n)`` with σ̂ the noise sd read robustly from the
+   first differences (a step moves one difference, a bad day two; the median of them moves with
+   neither).
 2. **Significance** — by permutation, with the largest standardised difference of means over
    every split of a window as the statistic, so a p-value pays for having chosen the location,
    and it holds whatever the noise's distribution (bad days included): permuting exchangeable
@@ -219,82 +220,68 @@ def _log_se(o: Occasion) -> float:
 
 def _candidates(y: np.ndarray, noise: float, penalty: float, min_size: int) -> list[int]:
     """Segment boundaries [0, b1, …, n] of Pelt's least-squares segmentation."""
-    pelt = _pelt_classes()[1](custom_cost=_pelt_classes()[0](), min_size=min_size, jump=1)
-    return [0, *pelt.fit(y).predict(pen=penalty * noise**2 * math.log(len(y)))]
+    return [0, *pelt_l2(y, penalty * noise**2 * math.log(len(y)), min_size)]
 
 
-@functools.lru_cache(maxsize=1)
-def _pelt_classes() -> tuple[type, type]:
-    """ruptures' l2 cost and its Pelt, each made fast, the same segmentations
-    (sdk/tests/test_stats_changepoints.py compares them with ruptures' own, ruptures==1.1.10).
+def pelt_l2(signal: np.ndarray, pen: float, min_size: int) -> list[int]:
+    """The breakpoints ruptures' ``Pelt(model="l2", min_size=min_size, jump=1).fit(signal).predict(pen)``
+    returns (the ends of the segments, n last), found as it finds them
+    (sdk/tests/test_stats_changepoints.py compares the two, ruptures==1.1.10).
 
     ruptures' Pelt is pure Python: for every end it copies and sums a dict per admissible start,
     and its l2 cost takes the variance of each slice. A flat stretch prunes few starts, so a
     series of n occasions costs ~n²/2 of them: 0.18 s at 100 occasions, 3.2 s at 365 (a year of
     nightly runs), in every aggregation for every series whose gate finds a change (2 ms and 15 ms
-    here). Here the
-    cost comes from running sums (O(1) a segment) and each end's starts are weighed at once with
-    NumPy, in ruptures' order and arithmetic: the cost plus the penalty added to the best
-    partition's sum up to the start (its dict's sum, left to right), the first minimum taken, the
-    starts pruned as ruptures prunes them. Its estimator (fit, predict, the sanity checks) is
-    ruptures'."""
-    import ruptures
-    from ruptures.base import BaseCost
+    here). Here a segment's cost comes from running sums (O(1) a segment) and each end's starts
+    are weighed at once with NumPy, in ruptures' order and arithmetic: the cost plus the penalty
+    added to the best partition's sum up to the start (its dict's sum, left to right), the first
+    minimum taken, the starts pruned as ruptures prunes them. Not ruptures itself: importing it
+    imports ``scipy.stats`` (~1 s of CPU in every aggregation that segments a series)."""
+    centred = np.asarray(signal, dtype=float).ravel()
+    n, m = len(centred), max(int(min_size), 1)
+    if m > n:  # ruptures' sanity check: no segment of min_size fits
+        raise ValueError(f"no segmentation of {n} points into segments of at least {m}")
+    centred = centred - centred.mean()  # running sums of small numbers: no cancellation
+    sums = np.concatenate(([0.0], np.cumsum(centred)))
+    squares = np.concatenate(([0.0], np.cumsum(centred * centred)))
 
-    class LeastSquares(BaseCost):
-        """A segment's squared deviations from its mean (ruptures' CostL2) from running sums."""
+    def error(start, end):  # a segment's squared deviations from its mean: one end, many starts
+        total = sums[end] - sums[start]
+        return squares[end] - squares[start] - total * total / (end - start)
 
-        model = "l2"
-        min_size = 1
-
-        def fit(self, signal: np.ndarray) -> LeastSquares:
-            centred = np.asarray(signal, dtype=float).ravel()
-            centred = centred - centred.mean()  # running sums of small numbers: no cancellation
-            self.signal = centred.reshape(-1, 1)
-            self.sums = np.concatenate(([0.0], np.cumsum(centred)))
-            self.squares = np.concatenate(([0.0], np.cumsum(centred * centred)))
-            return self
-
-        def error(self, start, end):  # one segment, or one end and an array of starts
-            total = self.sums[end] - self.sums[start]
-            return self.squares[end] - self.squares[start] - total * total / (end - start)
-
-    class Pelt(ruptures.Pelt):
-        def _seg(self, pen):
-            if self.jump != 1 or not isinstance(self.cost, LeastSquares):
-                return super()._seg(pen)
-            n, m = self.n_samples, self.min_size
-            best = np.zeros(n + 1)  # the best partition's cost of signal[0:t]
-            previous = np.zeros(n + 1, dtype=np.intp)  # its last segment's start
-            admissible = np.zeros(0, dtype=np.intp)
-            for end in [*range(m, n), n]:
-                # ruptures adds end − m, and drops it again at once when 0 < end − m < m: no
-                # partition of signal[0:end − m] exists
-                start = end - m
-                if start == 0 or start >= m:
-                    admissible = np.append(admissible, start)
-                candidates = best[admissible] + (self.cost.error(admissible, end) + pen)
-                i = int(np.argmin(candidates))
-                best[end], previous[end] = candidates[i], admissible[i]
-                admissible = admissible[candidates <= best[end] + pen]
-            partition, end = {}, n
-            while end > 0:
-                partition[(int(previous[end]), end)] = None
-                end = int(previous[end])
-            return partition
-
-    return LeastSquares, Pelt
+    best = np.zeros(n + 1)  # the best partition's cost of signal[0:t]
+    previous = np.zeros(n + 1, dtype=np.intp)  # its last segment's start
+    admissible = np.zeros(0, dtype=np.intp)
+    for end in [*range(m, n), n]:
+        # ruptures adds end − m, and drops it again at once when 0 < end − m < m: no partition
+        # of signal[0:end − m] exists
+        start = end - m
+        if start == 0 or start >= m:
+            admissible = np.append(admissible, start)
+        candidates = best[admissible] + (error(admissible, end) + pen)
+        i = int(np.argmin(candidates))
+        best[end], previous[end] = candidates[i], admissible[i]
+        admissible = admissible[candidates <= best[end] + pen]
+    ends, end = [], n
+    while end > 0:
+        ends.append(end)
+        end = int(previous[end])
+    return sorted(ends)
 
 
 def _max_split_statistic(windows: np.ndarray, min_size: int) -> np.ndarray:
     """Per row: the largest |mean(w[k:]) − mean(w[:k])| · √(k(m−k)/m) over the splits k that leave
     min_size on each side. Permutations keep the window's sd, so it needs no scale."""
+    # |mean(w[k:]) − mean(w[:k])| · √(k(m−k)/m) = |k·total − m·Σw[:k]| / √(m·k·(m−k)): the prefix
+    # sums of the columns a split uses, then in place (every permutation of every test is here)
     m = windows.shape[-1]
     k = np.arange(min_size, m - min_size + 1)
-    before_sum = np.cumsum(windows, axis=-1)[..., k - 1]
+    before_sum = np.cumsum(windows[..., : m - min_size], axis=-1)[..., min_size - 1 :]
     total = windows.sum(axis=-1, keepdims=True)
-    difference = (k * total - m * before_sum) / (k * (m - k))
-    return np.max(np.abs(difference) * np.sqrt(k * (m - k) / m), axis=-1)
+    spread = k * total - m * before_sum
+    np.abs(spread, out=spread)
+    spread *= 1 / np.sqrt(m * k * (m - k))
+    return spread.max(axis=-1)
 
 
 # Permutations drawn at a time where a test may stop early (_split_pvalue's stop_above): drawn in

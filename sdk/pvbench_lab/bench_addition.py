@@ -1,0 +1,182 @@
+"""Where adding a run spends its time, phase by phase, in the aggregation itself (a script, not a
+timed test).
+
+pvbench_lab.bench_aggregate times `pvbench aggregate --run` whole; bench_fixed_costs times parts
+on their own. This makes the same synthetic campaign (20 classes × 10 workloads × 5 repetitions
+a run, 30 s of seconds per result), aggregates it once, then adds --additions runs one by one, each
+aggregated in a fresh process the way `pvbench aggregate --run <it> --out DIR` does it
+(pvbench.pipeline.tables.aggregate), with each phase timed where it runs:
+
+  start-up     the process's start to pvbench and its aggregation imported
+  compaction   listing the run and compacting its documents (runner.refresh_compacts)
+  loading      the rest of the aggregation: the campaign's compacts and snapshot read as tables,
+               the inputs installed, the campaign's lock
+  models       the campaign's SQL models, one after the other (the slowest are listed), the
+               Python steps' results inserted after them
+  beside       the Python steps computed in threads beside the models (the comparisons, the
+               history's judging): their wall times, summed (the runner logs each); they share
+               the 2 cores and the GIL with the models
+  writing      the tables written as Parquet
+  total        the process's start to its end
+
+Wall seconds and the process's CPU seconds (every thread's) during the phase, medians over the
+additions, and the largest models' medians.
+
+Usage: .venv/bin/python -m pvbench_lab.bench_addition [--results 100000] [--additions 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PHASES = ("start-up", "compaction", "loading", "models", "beside", "writing", "total")
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _since_start() -> float:
+    """Seconds since this process started (/proc: the kernel's start time, in clock ticks)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    start = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+    return float(Path("/proc/uptime").read_text().split()[0]) - start
+
+
+def one_addition(store_url: str, campaign: str, run: str, out: Path) -> dict:
+    """Add ``run`` as `pvbench aggregate --run` does, each phase timed; in a fresh process."""
+    started = time.monotonic() - _since_start()
+    import pvbench.cli.main  # noqa: F401  (what the command imports before it aggregates)
+    from pvbench.analytics import outputs, runner
+    from pvbench.pipeline import tables
+    from pvbench.store import open_store
+
+    spans: dict[str, list[float]] = {"start-up": [time.monotonic() - started, _cpu()]}
+    marks: dict[str, tuple[float, float]] = {}
+    models: dict[str, float] = {}
+    beside: list[float] = []
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            wall, cpu = time.monotonic(), _cpu()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                marks[name] = (time.monotonic() - wall, _cpu() - cpu)
+
+        return wrapper
+
+    class Timings(logging.Handler):  # what the runner logs: each model's time, each Python step's
+        def emit(self, record):
+            if record.msg == "model %s: %.2f s":
+                models[record.args[0]] = record.args[1]
+            elif record.msg.startswith("beside the models"):
+                beside.append(record.args[-1])
+
+    runner.refresh_compacts = timed("compaction", runner.refresh_compacts)
+    runner.run_models = timed("models", runner.run_models)
+    outputs.write_parquet = timed("writing", outputs.write_parquet)
+    logger = logging.getLogger("pvbench.analytics")
+    logger.addHandler(Timings())
+    logger.setLevel(logging.DEBUG)
+
+    build = time.monotonic(), _cpu()
+    tables.aggregate(open_store(store_url), campaign, run, out=out)
+    total = time.monotonic() - started, _cpu()
+    # loading: what build_tables did besides compacting and running the models
+    build_wall = sum(marks[p][0] for p in ("compaction", "models", "writing"))
+    build_cpu = sum(marks[p][1] for p in ("compaction", "models", "writing"))
+    loading = (total[0] - spans["start-up"][0] - build_wall, total[1] - build[1] - build_cpu)
+    phases = {
+        "start-up": spans["start-up"],
+        "compaction": list(marks["compaction"]),
+        "loading": list(loading),
+        "models": list(marks["models"]),
+        "beside": [sum(beside), None],
+        "writing": list(marks["writing"]),
+        "total": list(total),
+    }
+    return {"phases": phases, "models": models}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=int, default=100_000)
+    parser.add_argument("--additions", type=int, default=5)
+    parser.add_argument("--one", nargs=4, metavar=("STORE", "CAMPAIGN", "RUN", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        store, campaign, run, out = args.one
+        print(json.dumps(one_addition(store, campaign, run, Path(out))))
+        return
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from pvbench.store import LocalStore
+    from pvbench_lab.bench_aggregate import CAMPAIGN, PER_RUN, REPO, byte_compile, template_document, write_runs
+
+    byte_compile(REPO / "sdk")
+    console = Console(width=160)
+    runs = max(1, args.results // PER_RUN)
+    measured = []
+    with tempfile.TemporaryDirectory(prefix="pvbench-bench-addition-") as tmp:
+        work = Path(tmp)
+        store = LocalStore(work / "store")
+        template = template_document(work)
+        console.print(f"writing {runs * PER_RUN:,} results …")
+        write_runs(store, template, 0, runs)
+        out = work / "tables"
+        pvbench = str(REPO / ".venv" / "bin" / "pvbench")
+        full = ["aggregate", "--store", str(store.root), "--campaign", CAMPAIGN, "--out", str(out)]
+        done = subprocess.run([pvbench, *full], capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"pvbench {' '.join(full)} failed:\n{done.stderr[-2000:]}")
+        for index in range(runs, runs + args.additions):
+            write_runs(store, template, index, 1)
+            one = [str(store.root), CAMPAIGN, f"run-{index:04d}", str(out)]
+            done = subprocess.run(
+                [sys.executable, "-m", "pvbench_lab.bench_addition", "--one", *one],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            measured.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            total = measured[-1]["phases"]["total"]
+            console.print(f"  run-{index:04d}: {total[0]:.2f} s, {total[1]:.2f} s of CPU")
+
+    def median(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    table = Table(
+        title=f"adding a run of {PER_RUN:,} results to {runs * PER_RUN:,} (medians of {len(measured)} additions)"
+    )
+    for column in ("phase", "wall", "CPU (every thread)"):
+        table.add_column(column, justify="right" if column != "phase" else "left")
+    for phase in PHASES:
+        wall = median(m["phases"][phase][0] for m in measured)
+        cpu = median(m["phases"][phase][1] for m in measured)
+        table.add_row(phase, f"{wall:.2f} s", "–" if cpu is None else f"{cpu:.2f} s")
+    console.print(table)
+    names = {name for m in measured for name in m["models"]}
+    slowest = sorted(names, key=lambda n: -median(m["models"].get(n) for m in measured))[:8]
+    console.print(
+        "slowest models: " + ", ".join(f"{n} {median(m['models'].get(n) for m in measured):.2f} s" for n in slowest),
+        soft_wrap=True,  # one line, whatever the terminal's width
+    )
+
+
+if __name__ == "__main__":
+    main()
