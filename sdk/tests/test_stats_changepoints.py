@@ -142,6 +142,26 @@ def test_the_gate_that_stops_early_decides_as_the_whole_test():
             assert p_early == p and whole.random() == early.random()
 
 
+def test_kept_permutations_are_the_ones_the_generator_draws():
+    """A permutation test takes kept column orders where a generator in the same state drew them
+    before: the same permutations as rng.permuted draws, the generator left where drawing them
+    leaves it, and no more kept than its bound."""
+    from pvbench.stats.changepoints import _Orders
+
+    orders = _Orders()
+    window = np.random.default_rng(1).normal(size=12)
+    for _ in range(2):  # drawn, then taken from what is kept
+        drawn, taken = np.random.default_rng(7), np.random.default_rng(7)
+        for size in (100, 100, 799):
+            expected = drawn.permuted(np.tile(window, (size, 1)), axis=1)
+            assert np.array_equal(np.take(window, orders(taken, size, len(window))), expected)
+            assert taken.bit_generator.state == drawn.bit_generator.state
+    assert len(orders.kept) == 3
+    orders.MAX_BYTES = 100 * 12 * 8  # one 100-row order of 12 columns
+    orders(np.random.default_rng(8), 100, 12)
+    assert len(orders.kept) == 1 and orders.bytes <= orders.MAX_BYTES
+
+
 def test_the_fast_pelt_segments_as_ruptures_own():
     """pelt_l2 (running-sum l2 cost, each end's starts weighed with NumPy) finds the boundaries
     ruptures' own Pelt with its l2 cost finds, ties between partitions' costs included; and
