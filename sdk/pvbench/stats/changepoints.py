@@ -336,9 +336,11 @@ class _Orders:
             rng.bit_generator.state = found[1]
             return found[0]
         orders = rng.permuted(np.tile(np.arange(m, dtype=np.intp), (size, 1)), axis=1)
+        orders.flags.writeable = False  # shared by every test that takes it
         with self.lock:
+            replaced = self.kept.pop(key, None)  # another thread drew it meanwhile
+            self.bytes += orders.nbytes - (replaced[0].nbytes if replaced else 0)
             self.kept[key] = (orders, rng.bit_generator.state)
-            self.bytes += orders.nbytes
             while self.bytes > self.MAX_BYTES and len(self.kept) > 1:
                 self.bytes -= self.kept.pop(next(iter(self.kept)))[0].nbytes
         return orders
