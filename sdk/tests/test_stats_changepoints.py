@@ -146,9 +146,9 @@ def test_kept_permutations_are_the_ones_the_generator_draws():
     """A permutation test takes kept column orders where a generator in the same state drew them
     before: the same permutations as rng.permuted draws, the generator left where drawing them
     leaves it, and no more kept than its bound."""
-    from pvbench.stats.changepoints import _Orders
+    from pvbench.stats.changepoints import PermutationOrders
 
-    orders = _Orders()
+    orders = PermutationOrders()
     window = np.random.default_rng(1).normal(size=12)
     for _ in range(2):  # drawn, then taken from what is kept
         drawn, taken = np.random.default_rng(7), np.random.default_rng(7)
@@ -157,9 +157,14 @@ def test_kept_permutations_are_the_ones_the_generator_draws():
             assert np.array_equal(np.take(window, orders(taken, size, len(window))), expected)
             assert taken.bit_generator.state == drawn.bit_generator.state
     assert len(orders.kept) == 3
-    orders.MAX_BYTES = 100 * 12 * 8  # one 100-row order of 12 columns
+    orders.max_bytes = 100 * 12 * 8  # one 100-row order of 12 columns
     orders(np.random.default_rng(8), 100, 12)
-    assert len(orders.kept) == 1 and orders.bytes <= orders.MAX_BYTES
+    assert len(orders.kept) == 1 and orders.bytes <= orders.max_bytes
+    orders.max_bytes = 0  # none kept: each drawn, and still the generator's own
+    drawn, taken = np.random.default_rng(9), np.random.default_rng(9)
+    expected = drawn.permuted(np.tile(window, (100, 1)), axis=1)
+    assert np.array_equal(np.take(window, orders(taken, 100, len(window))), expected)
+    assert not orders.kept and orders.bytes == 0
 
 
 def test_the_fast_pelt_segments_as_ruptures_own():

@@ -302,7 +302,7 @@ def _split_pvalue(window: np.ndarray, min_size: int, permutations: int, rng, sto
     exceed = drawn = 0
     while drawn < permutations:
         size = min(step, permutations - drawn)
-        shuffled = np.take(window, _permutation_orders(rng, size, len(window)))
+        shuffled = np.take(window, permutation_orders(rng, size, len(window)))
         exceed += int(np.sum(_max_split_statistic(shuffled, min_size) >= observed * (1 - 1e-12)))
         drawn += size
         if stop_above is not None and (1 + exceed) / (1 + permutations) > stop_above:
@@ -310,17 +310,16 @@ def _split_pvalue(window: np.ndarray, min_size: int, permutations: int, rng, sto
     return (1 + exceed) / (1 + permutations)
 
 
-class _Orders:
+class PermutationOrders:
     """The column orders ``rng.permuted(np.tile(w, (size, 1)), axis=1)`` puts any w of length m
     in, for a generator in a given state, and its state after: every series' judging starts
     from the same seed, so its gate (and often its tests after) draw the permutations another
-    series of its length drew already. Kept (least recently used out, within MAX_BYTES), they
-    are taken instead of drawn again, the generator set to the state drawing them leaves: the
-    same permutations, the same p-values, a tenth of the time of shuffling."""
+    series of its length drew already. Kept (least recently used out, within ``max_bytes``; 0:
+    none kept), they are taken instead of drawn again, the generator set to the state drawing
+    them leaves: the same permutations, the same p-values, a tenth of the time of shuffling."""
 
-    MAX_BYTES = 64 << 20
-
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
         self.kept: dict[tuple, tuple[np.ndarray, dict]] = {}  # insertion order: least recent first
         self.bytes = 0
         self.lock = threading.Lock()  # judged in a thread beside the models, maybe in two
@@ -341,12 +340,18 @@ class _Orders:
             replaced = self.kept.pop(key, None)  # another thread drew it meanwhile
             self.bytes += orders.nbytes - (replaced[0].nbytes if replaced else 0)
             self.kept[key] = (orders, rng.bit_generator.state)
-            while self.bytes > self.MAX_BYTES and len(self.kept) > 1:
+            while self.bytes > self.max_bytes and self.kept:
                 self.bytes -= self.kept.pop(next(iter(self.kept)))[0].nbytes
         return orders
 
+    def clear(self) -> None:
+        with self.lock:
+            self.kept.clear()
+            self.bytes = 0
 
-_permutation_orders = _Orders()
+
+# the process's (pvbench_lab.bench_history sets its max_bytes to 0 to time drawing every one)
+permutation_orders = PermutationOrders()
 
 
 def _window_pvalue(y, bounds, b, min_size, permutations, rng, tested: dict) -> float:
