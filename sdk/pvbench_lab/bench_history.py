@@ -4,8 +4,8 @@ test).
 Series shaped as pvbench_lab.bench_aggregate's campaign makes them (20 classes × 10 workloads: 200
 headline series, one occasion a run, ~4% day-to-day noise), of two kinds: flat, and with a −20%
 step halfway in every series (the history's worst case: every series segmented and tested window by
-window). Each kind is judged as pvbench.stats.history judges a series (detect_changes with
-HistorySettings), ROUNDS times, alternating two ways of getting the permutations:
+window). Each kind is judged as pvbench.stats.history judges a series (HistorySettings.detect),
+ROUNDS times, alternating two ways of getting the permutations:
 
   kept    pvbench's: the column orders a generator in a given state draws are kept and taken again
           (changepoints.PermutationOrders: every series starts from the same seed), none kept at
@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from pvbench.stats import changepoints
-from pvbench.stats.changepoints import Occasion, detect_changes
+from pvbench.stats.changepoints import Occasion
 from pvbench.stats.history import HistorySettings
 
 NOISE = 0.04  # sd of the log occasion means
@@ -54,17 +54,7 @@ def judge(histories: list[list[Occasion]], keep: bool) -> tuple[float, list]:
     orders.max_bytes = max_bytes if keep else 0
     try:
         started = time.process_time()
-        verdicts = [
-            detect_changes(
-                points,
-                alpha=settings.alpha,
-                drift_alpha=settings.drift_alpha,
-                min_size=settings.min_size,
-                permutations=settings.permutations,
-                seed=settings.seed,
-            )
-            for points in histories
-        ]
+        verdicts = [settings.detect(points) for points in histories]
         return time.process_time() - started, verdicts
     finally:
         orders.clear()

@@ -128,6 +128,17 @@ class HistorySettings:
     def min_occasions(self) -> int:
         return 2 * self.min_size
 
+    def detect(self, occasions: list[Occasion]) -> History:
+        """One series' change points and drift, judged with these settings."""
+        return detect_changes(
+            occasions,
+            alpha=self.alpha,
+            drift_alpha=self.drift_alpha,
+            min_size=self.min_size,
+            permutations=self.permutations,
+            seed=self.seed,
+        )
+
 
 @dataclass
 class Series:
@@ -302,14 +313,7 @@ def _detect(series: Series, settings: HistorySettings) -> History:
         )
         for i in range(len(series))
     ]
-    return detect_changes(
-        occasions,
-        alpha=settings.alpha,
-        drift_alpha=settings.drift_alpha,
-        min_size=settings.min_size,
-        permutations=settings.permutations,
-        seed=settings.seed,
-    )
+    return settings.detect(occasions)
 
 
 def _revealed_by_latest_run(series: Series, history: History, settings: HistorySettings) -> list[bool]:
