@@ -68,7 +68,7 @@ trap 'finish 1' INT TERM
 
 # Two passes, each on a node of its own: every cluster test on Argo Workflows v4 (what a new
 # user installs), then the tests marked argo_v3 (submit and fan-out, a CronWorkflow, a failure,
-# an event) on v3.7.18, the last v3 release. docs/kubernetes.md lists which test proves what.
+# `argo retry`, an event) on v3.7.18, the last v3 release. docs/kubernetes.md lists which test proves what.
 pass() {  # argo-workflows-version pytest-marker-expression
   export PVBENCH_ARGO_WORKFLOWS_VERSION=$1
   say "bringing the node up on Argo Workflows $1 (ci/cluster/up.sh)"
