@@ -54,6 +54,8 @@ POINT_COLUMNS = (
     "event",
 )
 HISTORY_SOURCE = "occasion_history"
+# history_step's points (history_points.sql over its source), an internal table: report_history.sql reads it
+POINTS_TABLE = "history_points"
 POINTS_SQL = "after/history_points.sql"
 REPORT_HISTORY_SQL = "after/report_history.sql"
 BANNER_SQL = "after/report_history_banner.sql"
@@ -223,16 +225,19 @@ def points_sql(source: str) -> str:
     )
 
 
-def load_series(con, source: str = HISTORY_SOURCE, where: str = "", params: Iterable = ()) -> list[Series]:
+def load_series(
+    con, source: str = HISTORY_SOURCE, where: str = "", params: Iterable = (), points: str | None = None
+) -> list[Series]:
     """The series of ``source`` (occasion_history's columns; e.g. several campaigns' tables read
-    together): history_points' rows, in the order they ran."""
+    together): history_points' rows, in the order they ran. ``points``: a table of them made
+    already (history_step's), read instead of ``source``."""
     cursor = con.cursor()  # its own: the connection may be another thread's
     try:
         rows = cursor.execute(
             f"""select series_id, {", ".join(SERIES_KEY)}, workload_title, unit, better, campaign, run, occasion,
                 epoch(occasion_started_at) as occasion_started_at, epoch(run_started_at) as run_started_at,
                 n, mean, ci95_low, ci95_high, role, trigger, event
-            from ({points_sql(source)})
+            from {points or f"({points_sql(source)})"}
             {f"where {where}" if where else ""}
             order by series_id, occasion_index""",
             list(params),
@@ -481,16 +486,15 @@ def history_step(other_campaigns: Callable[[Any], str | None] | None = None) -> 
             else f"(select * from {HISTORY_SOURCE} union all by name select * from {other})"
         )
 
-    def compute(con) -> tuple[str, list[Judged]]:
-        read = source(con)
-        return read, judge_all(load_series(con, read))
+    def compute(con) -> list[Judged]:
+        # the points made once, a table (not a cursor's temporary one: finish reads it on the
+        # connection): judged here, and report_history reads the same rows, the same numbering
+        con.execute(f"CREATE OR REPLACE TABLE {POINTS_TABLE} AS\n{points_sql(source(con))}")
+        return judge_all(load_series(con, points=POINTS_TABLE))
 
-    def finish(con, computed: tuple[str, list[Judged]]) -> None:
-        read, judged = computed
+    def finish(con, judged: list[Judged]) -> None:
         insert_rows(con, "report_change_points", dict(CHANGE_POINT_COLUMNS), change_point_rows(judged))
         insert_rows(con, "history_series", dict(SERIES_VERDICT_COLUMNS), series_rows(judged))
-        # the points as the judging read them (the same tables, the same numbering)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW history_points AS\n{points_sql(read)}")
         con.execute(f"CREATE OR REPLACE TABLE report_history AS\n{_after_sql(REPORT_HISTORY_SQL)}")
         con.execute(f"CREATE OR REPLACE TABLE report_history_banner AS\n{_after_sql(BANNER_SQL)}")
 
