@@ -17,6 +17,7 @@ import atexit
 import functools
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,8 @@ RUNNER_IMAGE = os.environ.get("PVBENCH_RUNNER_IMAGE", "ghcr.io/pvbench/pvbench-r
 REPORT_IMAGE = os.environ.get("PVBENCH_REPORT_IMAGE", "ghcr.io/pvbench/pvbench-report:0.1.0")
 LABEL_WORKFLOW = "workflows.argoproj.io/workflow"
 RUN_TIMEOUT = int(os.environ.get("PVBENCH_CLUSTER_RUN_TIMEOUT", "900"))
+# wait_workflow looks at a watched run again at least this often (a watch that missed its change)
+WATCH_RECHECK = 60
 # Short fio timing keeps a cell near 10 s; the UI's enums are for real runs (Argo does not
 # enforce a parameter's enum on submitted workflows, pvbench validate checks the values).
 # ci/cluster/up.sh labels each node with its number (NODE_LABEL in ci/cluster/lib.sh)
@@ -89,6 +92,31 @@ class Kube:
 
     def json(self, *args: str, namespace: str | None = NAMESPACE) -> dict:
         return json.loads(self.run(*args, "-o", "json", namespace=namespace).stdout)
+
+    def watch_for(self, kind: str, name: str, field: str, values: tuple[str, ...], seconds: float) -> bool:
+        """Whether the object's ``field`` (a JSONPath, "{.status.phase}") takes one of ``values``
+        within ``seconds``: a watch (kubectl get --watch prints it at once, then at each change of
+        the object), so the wait ends when the change is made, not at the next poll."""
+        argv = [str(self.kubectl), "--kubeconfig", str(self.kubeconfig), "-n", NAMESPACE]
+        argv += ["get", kind, name, "--watch", "-o", f'jsonpath={field}{{"\\n"}}']
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        deadline, pending = time.monotonic() + seconds, b""
+        try:  # the pipe read as it comes (a buffered reader could hold a line select never sees)
+            while (left := deadline - time.monotonic()) > 0:
+                if not select.select([proc.stdout], [], [], left)[0]:
+                    return False
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:  # the watch ended (the API server closes watches in time; an error)
+                    time.sleep(min(left, 3))  # the caller looks again: not at once, in a loop
+                    return False
+                *lines, pending = (pending + chunk).split(b"\n")
+                if any(line.strip().decode() in values for line in lines):
+                    return True
+            return False
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
 
     def get(self, kind: str, name: str, namespace: str | None = NAMESPACE) -> dict | None:
         proc = self.run("get", kind, name, "-o", "json", "--ignore-not-found", namespace=namespace)
@@ -399,7 +427,10 @@ def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "F
         wf = workflow(name)
         if wf.get("status", {}).get("phase") in phases:
             return wf
-        time.sleep(3)
+        # watched, not polled: a wait used to end up to 3 s after the run did, on every wait of
+        # the cluster stage's critical path; looked at again at least every WATCH_RECHECK seconds
+        left = min(deadline - time.monotonic(), WATCH_RECHECK)
+        require_kube().watch_for("workflow", name, "{.status.phase}", tuple(phases), max(left, 0))
     raise AssertionError(
         f"workflow {name} not {'/'.join(phases)} after {timeout}s:\n{describe(wf)}{describe_mutexes(wf)}"
     )
