@@ -21,6 +21,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[test %s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# How much of the machine a phase left idle (/proc/stat, every core's jiffies since a cpu_mark), on
+# the phases' lines: where the stage runs alone it mostly waits (pods starting, Argo's steps, fio's
+# runtimes, deadlines), and that idle share is what running more of it at once could use.
+cpu_mark() { read -r _ u n s i w q sq st _ </proc/stat; echo "$((u + n + s + i + w + q + sq + st)) $((i + w))"; }
+idle_since() { # idle_since "$(cpu_mark)" → the idle share since that mark, in %
+  local total idle now_total now_idle
+  read -r total idle <<<"$1"
+  read -r now_total now_idle <<<"$(cpu_mark)"
+  echo $(((now_idle - idle) * 100 / (now_total > total ? now_total - total : 1)))
+}
 
 # whether the stage can run here at all (else it says why, in make test-cluster)
 stage=0; beside=0; prepare=0
@@ -51,10 +61,11 @@ prepare_in_background() {
 PREP_PID=
 [ "$prepare" = 0 ] || prepare_in_background
 
-t=$(date +%s)
+t=$(date +%s); mark=$(cpu_mark)
 if [ "$beside" = 1 ]; then
   make --no-print-directory test-fast FAST_MARKS="not cluster and quiet" || { rc=$?; stop_background; exit "$rc"; }
-  say "the quiet tests passed in $(( $(date +%s) - t ))s"
+  say "the quiet tests passed in $(( $(date +%s) - t ))s (CPU idle $(idle_since "$mark")%)"
+  mark=$(cpu_mark)
   if [ -n "$PREP_PID" ] && kill -0 "$PREP_PID" 2>/dev/null; then
     # the stage waits for it (the lock): from now on it builds at the tests' priority
     pgrep -s "$PREP_PID" | xargs -r renice -n 0 -p >/dev/null 2>&1 || true
@@ -82,12 +93,13 @@ if [ "$rc" != 0 ]; then
 fi
 
 if [ "$beside" = 1 ]; then
-  say "the fast suite passed in $(( $(date +%s) - t ))s; the Kubernetes stage so far, then as it goes:"
+  say "the fast suite passed in $(( $(date +%s) - t ))s (CPU idle $(idle_since "$mark")%); the Kubernetes stage so far, then as it goes:"
+  alone=$(date +%s); mark=$(cpu_mark)
   tail -n +1 --pid="$STAGE_PID" -f "$STAGE_LOG"
   wait "$STAGE_PID"
   rc=$?
   trap - INT TERM
-  say "the Kubernetes stage ended after $(( $(date +%s) - t ))s in all: exit $rc"
+  say "the Kubernetes stage ended after $(( $(date +%s) - t ))s in all: exit $rc; alone on the machine for its last $(( $(date +%s) - alone ))s, it left the CPU idle $(idle_since "$mark")% of them"
   exit "$rc"
 fi
 
