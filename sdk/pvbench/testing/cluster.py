@@ -74,6 +74,16 @@ class Kube:
         self.server = cfg["clusters"][0]["cluster"]["server"]
         self.host = urllib.parse.urlparse(self.server).hostname  # the pod bridge's host address
 
+    def argv(self, *args: str, namespace: str | None = NAMESPACE) -> list[str]:
+        """kubectl's command line for ``args``, on this cluster (and ``namespace``)."""
+        return [
+            str(self.kubectl),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            *(["-n", namespace] if namespace else []),
+            *args,
+        ]
+
     def run(
         self,
         *args: str,
@@ -82,10 +92,9 @@ class Kube:
         timeout: int = 120,
         namespace: str | None = NAMESPACE,
     ) -> subprocess.CompletedProcess:
-        argv = [str(self.kubectl), "--kubeconfig", str(self.kubeconfig)]
-        if namespace:
-            argv += ["-n", namespace]
-        proc = subprocess.run(argv + list(args), input=input, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            self.argv(*args, namespace=namespace), input=input, capture_output=True, text=True, timeout=timeout
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
@@ -93,12 +102,11 @@ class Kube:
     def json(self, *args: str, namespace: str | None = NAMESPACE) -> dict:
         return json.loads(self.run(*args, "-o", "json", namespace=namespace).stdout)
 
-    def watch_for(self, kind: str, name: str, field: str, values: tuple[str, ...], seconds: float) -> bool:
-        """Whether the object's ``field`` (a JSONPath, "{.status.phase}") takes one of ``values``
-        within ``seconds``: a watch (kubectl get --watch prints it at once, then at each change of
-        the object), so the wait ends when the change is made, not at the next poll."""
-        argv = [str(self.kubectl), "--kubeconfig", str(self.kubeconfig), "-n", NAMESPACE]
-        argv += ["get", kind, name, "--watch", "-o", f'jsonpath={field}{{"\\n"}}']
+    def watch_phase(self, kind: str, name: str, phases: tuple[str, ...], seconds: float) -> bool:
+        """Whether the object's status.phase becomes one of ``phases`` within ``seconds``: a watch
+        (kubectl get --watch prints it at once, then at each change of the object), so the wait
+        ends when the change is made, not at the next poll."""
+        argv = self.argv("get", kind, name, "--watch", "-o", 'jsonpath={.status.phase}{"\\n"}')
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         deadline, pending = time.monotonic() + seconds, b""
         try:  # the pipe read as it comes (a buffered reader could hold a line select never sees)
@@ -110,7 +118,7 @@ class Kube:
                     time.sleep(min(left, 3))  # the caller looks again: not at once, in a loop
                     return False
                 *lines, pending = (pending + chunk).split(b"\n")
-                if any(line.strip().decode() in values for line in lines):
+                if any(line.strip().decode() in phases for line in lines):
                     return True
             return False
         finally:
@@ -430,7 +438,7 @@ def wait_workflow(name: str, timeout: int = RUN_TIMEOUT, phases=("Succeeded", "F
         # watched, not polled: a wait used to end up to 3 s after the run did, on every wait of
         # the cluster stage's critical path; looked at again at least every WATCH_RECHECK seconds
         left = min(deadline - time.monotonic(), WATCH_RECHECK)
-        require_kube().watch_for("workflow", name, "{.status.phase}", tuple(phases), max(left, 0))
+        require_kube().watch_phase("workflow", name, tuple(phases), max(left, 0))
     raise AssertionError(
         f"workflow {name} not {'/'.join(phases)} after {timeout}s:\n{describe(wf)}{describe_mutexes(wf)}"
     )
