@@ -134,18 +134,27 @@ node_env() {
 }
 POD_SUPERNET=${POD_NET%.*}.0.0/16   # every node's /24: pods route it through their bridge's gateway
 
+running() {  # pid: is it running? An exited process (a zombie, state Z) is not: it only waits
+  # for its reaper, and the daemons' reaper is PID 1, which on some machines (this one's
+  # firecracker init) takes 1-2 s: `kill -0` alone made each stop_pid wait that long
+  local stat
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
 pid_alive() {  # name: is the process of $RUNDIR/name.pid running?
   local f=$RUNDIR/$1.pid
-  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+  [ -s "$f" ] && running "$(cat "$f")"
 }
 
 stop_pid() {  # name [timeout]: TERM the recorded process (and its process group), then KILL
   local f=$RUNDIR/$1.pid t=${2:-20} pid
   [ -s "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if running "$pid"; then
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq "$((t * 5))"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    for _ in $(seq "$((t * 5))"); do running "$pid" || break; sleep 0.2; done
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$f"

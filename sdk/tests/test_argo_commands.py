@@ -335,10 +335,11 @@ def test_ci_check_next_items_are_fan_out_items(tmp_path):
     assert Path(tmp_path / "check").is_dir()
 
 
-def test_the_guard_fails_only_unscheduled_cell_pods_past_their_deadline():
+def test_the_guard_fails_only_unscheduled_cell_pods_past_their_volume_timeout_or_deadline():
     from datetime import datetime, timedelta, timezone
 
-    from pvbench.argo.guard import overdue
+    from pvbench.argo import conventions as c
+    from pvbench.argo.guard import limit, overdue
     from pvbench.kube.api import claim_names
 
     now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -356,4 +357,14 @@ def test_the_guard_fails_only_unscheduled_cell_pods_past_their_deadline():
     assert overdue({**pod, "spec": {**pod["spec"], "nodeName": "n1"}}, now) is None  # the kubelet's
     assert overdue({**pod, "status": {"phase": "Running"}}, now) is None
     assert overdue({**pod, "spec": {"volumes": []}}, now) is None  # no deadline: not a cell
+    # the run's volume-timeout, which every cell pod carries, comes first: a volume that never
+    # binds fails its cell then, not at the whole deadline
+    waits = {**pod, "metadata": {**pod["metadata"], "annotations": {c.ANNOTATION_VOLUME_WAIT: "20"}}}
+    assert overdue(waits, now) == pytest.approx(80)
+    assert limit(waits) == (20, "the run's volume-timeout of 20 s")
+    assert overdue({**waits, "spec": {**pod["spec"], "activeDeadlineSeconds": 200}}, now) == pytest.approx(80)
+    assert overdue({**waits, "spec": {**pod["spec"], "nodeName": "n1"}}, now) is None  # scheduled: the kubelet's
+    not_a_number = {**pod, "metadata": {**pod["metadata"], "annotations": {c.ANNOTATION_VOLUME_WAIT: "{{x}}"}}}
+    assert overdue(not_a_number, now) == pytest.approx(5)  # the deadline, as without the annotation
+    assert limit(pod) == (95, "its deadline of 95 s (volume-timeout plus its fio time)")
     assert claim_names(pod) == ["wf-benchmark-cell-1-target"]  # Kubernetes' name for an ephemeral PVC

@@ -127,7 +127,15 @@ def test_benchmark_template_shape():
     # A deadline from validate; no retry (a retried pod template would lose the deadline while pending).
     assert cell["timeout"] == "{{workflow.outputs.parameters.cell-timeout}}"
     assert "retryStrategy" not in cell
-    assert [o["globalName"] for o in tpl["validate"]["outputs"]["parameters"]] == ["cell-timeout", "pod-timeout"]
+    assert [o["globalName"] for o in tpl["validate"]["outputs"]["parameters"]] == [
+        "cell-timeout",
+        "pod-timeout",
+        "volume-wait",
+    ]
+    # every fio pod carries volume-timeout for the guard (a pod unscheduled past it fails)
+    for name in ("benchmark-cell", "benchmark-block-cell", "benchmark-pod", "fio-client", "fio-client-shared"):
+        annotations = tpl[name]["metadata"]["annotations"]
+        assert annotations == {"pvbench.io/volume-wait-s": "{{workflow.outputs.parameters.volume-wait}}"}, name
     # Other steps retry only for errors (lost pods), never for a step that ran and failed.
     for t in tpl.values():
         if "retryStrategy" in t:

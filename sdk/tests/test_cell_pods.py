@@ -71,6 +71,7 @@ def test_expand_and_validate_say_the_pods_and_their_deadline(tmp_path):
     cell_s = int((tmp_path / c.CELL_TIMEOUT_OUTPUT).read_text().removesuffix("s"))
     pod_s = int((tmp_path / c.POD_TIMEOUT_OUTPUT).read_text().removesuffix("s"))
     assert 60 + 4 * (cell_s - 61) <= pod_s <= 60 + 4 * (cell_s - 60)  # one volume wait, 4 cells (each rounded up)
+    assert (tmp_path / c.VOLUME_WAIT_OUTPUT).read_text() == "60"  # the guard's limit for an unscheduled pod
     proc = pvbench("validate", *common, "--cells-per-pod", "0")
     assert proc.returncode == 2 and "choose 1 to 16" in proc.stderr
 

@@ -43,7 +43,7 @@ PARAMS = {
     "adaptive-target": "0.02",
     "adaptive-max-repetitions": "2",
     "build-report": "false",
-    "volume-timeout": "5m",  # the pod may wait for the node while other tests' cells hold it
+    "volume-timeout": "10m",  # the pod may wait for the node while other tests' cells hold it
 }
 
 

@@ -62,7 +62,7 @@ def run() -> WatchedRun:
         # beside the failure scenario's runs, instead of after them
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
-        "volume-timeout": "5m",  # its pods may wait for the node while other runs' cells hold it
+        "volume-timeout": "10m",  # its pods may wait for the node while other runs' cells hold it
         # the report is test_cluster_run's and test_cluster_failures' business: skipping it here
         # saves CI a 1-2 min Evidence build under the node's mutex, and proves the skip
         "build-report": "false",
@@ -207,7 +207,7 @@ def shared_run() -> WatchedRun:
         "campaign": CAMPAIGN,
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
-        "volume-timeout": "5m",
+        "volume-timeout": "10m",
         "build-report": "false",
     }
     return WatchedRun(params, "pvbench-shared-")

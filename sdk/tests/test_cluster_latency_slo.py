@@ -30,7 +30,7 @@ def run():
         "campaign": CAMPAIGN,
         "node-label": "kubernetes.io/hostname",
         "node-value": "localhost",
-        "volume-timeout": "5m",  # its pods may wait for the node while other runs' cells hold it
+        "volume-timeout": "10m",  # its pods may wait for the node while other runs' cells hold it
         "build-report": "false",  # see test_cluster_clients
     }
     name = submit(params, "pvbench-slo-")

@@ -47,7 +47,7 @@ PARAMS = {
     "tests": "randread-iops",
     "repetitions": "2",
     "node-label": "kubernetes.io/hostname",
-    "volume-timeout": "5m",
+    "volume-timeout": "10m",
     "build-report": "false",  # the report is other tests' business (and ~100 s of CI)
 }
 

@@ -40,7 +40,7 @@ COMMON = {
     "repetitions": "1",
     "seed": "3",
     "build-report": "false",
-    "volume-timeout": "5m",  # a cell may wait for the node while other tests' cells hold it
+    "volume-timeout": "10m",  # a cell may wait for the node while other tests' cells hold it
 }
 SHAPES_RUN = {
     **COMMON,

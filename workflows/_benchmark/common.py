@@ -18,6 +18,7 @@ RUN = "{{workflow.name}}"
 CAMPAIGN_KEY = "{{=lower(workflow.parameters.campaign)}}"
 OCCASION_KEY = "{{=lower(workflow.parameters.occasion)}}"
 CELL_TIMEOUT = "{{workflow.outputs.parameters.%s}}" % c.CELL_TIMEOUT_OUTPUT
+VOLUME_WAIT = "{{workflow.outputs.parameters.%s}}" % c.VOLUME_WAIT_OUTPUT
 HOSTNAME = "kubernetes.io/hostname"
 
 

@@ -8,7 +8,7 @@ from pvbench.argo import conventions as c
 from pvbench.kube import lifecycle
 from pvbench.kube.api import SA_DIR
 
-from .common import CELL, CELL_KEY, CELL_TIMEOUT, PVBENCH_STEP, WF
+from .common import CELL, CELL_KEY, CELL_TIMEOUT, PVBENCH_STEP, VOLUME_WAIT, WF
 from .volumes import KUBE_API_VOLUME
 
 KUBE_API_MOUNT = m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_only=True)
@@ -16,9 +16,11 @@ KUBE_API_MOUNT = m.VolumeMount(name=KUBE_API_VOLUME, mount_path=SA_DIR, read_onl
 # at /data; only one cell's fio pods run on a node at a time.
 # The deadline (`timeout`, from validate): volume-timeout plus the cell's fio time. It counts
 # from when the cell's pod is made, pending included, so a PVC that never binds fails the cell
-# instead of holding the node forever.
+# instead of holding the node forever; the guard fails a pod still unscheduled at volume-timeout
+# (the annotation), sooner.
 FIO_POD = dict(
     **PVBENCH_STEP,
+    annotations={c.ANNOTATION_VOLUME_WAIT: VOLUME_WAIT},
     env=[
         FieldEnv(name="PVBENCH_NODE_NAME", field_path="spec.nodeName"),  # recorded in each result
         # the cell reads its own pod, claim and volume: the volume lifecycle (pvbench.kube.lifecycle)

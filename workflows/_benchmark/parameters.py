@@ -170,8 +170,9 @@ PARAMETERS = [
         name="volume-timeout",
         value="10m",
         description=(
-            "How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails; "
-            "the cell's deadline is this plus its fio time, so a volume that never binds cannot hold the node."
+            "How long a cell may wait for its fresh volume (provisioned, attached, mounted) before it fails: "
+            "a cell pod still unscheduled after it (its volume never bound) is failed then by the chart's guard; "
+            "the cell's whole deadline is this plus its fio time, so no volume can hold the node."
         ),
     ),
     Parameter(

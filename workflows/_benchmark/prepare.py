@@ -12,7 +12,8 @@ from .volumes import tmp
 
 def validate() -> Container:
     """Bad input fails here, with pvbench's message, before any PVC exists. It also derives each
-    cell's deadline from the workload, and a pod's of cells-per-pod cells (workflow-wide outputs)."""
+    cell's deadline from the workload, a pod's of cells-per-pod cells, and volume-timeout in seconds
+    (workflow-wide outputs)."""
     return Container(
         name="validate",
         args=[
@@ -43,7 +44,7 @@ def validate() -> Container:
         retry_strategy=TRANSIENT,
         outputs=[
             Parameter(name=name, global_name=name, value_from=m.ValueFrom(path=f"{c.VALIDATE_OUT_DIR}/{name}"))
-            for name in (c.CELL_TIMEOUT_OUTPUT, c.POD_TIMEOUT_OUTPUT)
+            for name in (c.CELL_TIMEOUT_OUTPUT, c.POD_TIMEOUT_OUTPUT, c.VOLUME_WAIT_OUTPUT)
         ],
         **PVBENCH_STEP,
     )

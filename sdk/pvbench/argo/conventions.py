@@ -77,6 +77,10 @@ REPORT_OUT_DIR = "/tmp/pvbench/report-out"  # `pvbench report locate --outputs`:
 CELL_TIMEOUT_OUTPUT = "cell-timeout"
 # ... and the deadline of a pod of cells-per-pod cells (one volume wait, then each cell in turn).
 POD_TIMEOUT_OUTPUT = "pod-timeout"
+# ... and volume-timeout in whole seconds, which every cell pod carries as an annotation: the
+# guard fails a pod still unscheduled past it (its volume never bound), not at the full deadline.
+VOLUME_WAIT_OUTPUT = "volume-wait"
+ANNOTATION_VOLUME_WAIT = f"{LABEL_PREFIX}/volume-wait-s"
 # A pod of several cells: cell i's fresh volume is mounted at TARGET_DIR/i, volume POD_VOLUME_PREFIX + i.
 POD_VOLUME_PREFIX = "target-"
 # The report step says where the run's report is stored (s3://<bucket>/analytics/…/report/) and,

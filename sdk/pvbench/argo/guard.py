@@ -1,17 +1,20 @@
-"""The cell guard: a benchmark cell whose pod never starts fails at its deadline, saying why.
+"""The cell guard: a benchmark cell whose pod is not scheduled within the run's volume-timeout
+fails then, saying why.
 
 Each cell pod carries its deadline (Argo sets ``activeDeadlineSeconds`` from the template's
-``timeout``, which ``pvbench validate`` derives from the workload). Once a pod runs, the
-kubelet enforces it. A pod that is never scheduled (its PVC never binds: no provisioner, a
-zone conflict, a quota) is seen by no kubelet, and Argo v3.7 does not look at a pending pod
-again until something changes (and with the run's parallelism reached it does not look at
-all), so the cell would wait forever and hold the node's turn.
+``timeout``, which ``pvbench validate`` derives from the workload: volume-timeout plus the
+cell's fio time) and volume-timeout itself (the annotation ANNOTATION_VOLUME_WAIT). Once a pod
+runs, the kubelet enforces the deadline. A pod that is never scheduled (its PVC never binds: no
+provisioner, a zone conflict, a quota) is seen by no kubelet, and Argo v3.7 does not look at a
+pending pod again until something changes (and with the run's parallelism reached it does not
+look at all), so the cell would wait forever and hold the node's turn.
 
-The guard does the kubelet's part for those pods: past its deadline, an unscheduled cell pod
-is marked Failed (reason DeadlineExceeded) with a message naming the volume and what
-Kubernetes says about it. Argo then fails the cell with that message, the run goes on to the
-next cell, and the report names it. One guard per namespace (a Deployment of the chart),
-stdlib only: it talks to the API server with its ServiceAccount's token.
+The guard does that part for those pods, at the sooner of the two: an unscheduled cell pod past
+its volume-timeout (or its deadline, for a pod without the annotation) is marked Failed (reason
+DeadlineExceeded) with a message naming the volume and what Kubernetes says about it. Argo then
+fails the cell with that message, the run goes on to the next cell, and the report names it.
+One guard per namespace (a Deployment of the chart), stdlib only: it talks to the API server
+with its ServiceAccount's token.
 """
 
 from __future__ import annotations
@@ -27,13 +30,27 @@ SELECTOR = f"{c.LABEL_COMPONENT}={c.COMPONENT_BENCHMARK},workflows.argoproj.io/w
 REASON = "DeadlineExceeded"  # as the kubelet says it for a running pod past activeDeadlineSeconds
 
 
+def limit(pod: dict) -> tuple[float, str] | None:
+    """How long a cell pod may stay unscheduled, and what that limit is, in words: its
+    volume-timeout (the annotation), or its deadline when the annotation is missing or not a
+    number (a template older than the guard); None for a pod without a deadline (not a cell)."""
+    deadline = pod.get("spec", {}).get("activeDeadlineSeconds")
+    if not deadline:
+        return None
+    said = f"its deadline of {deadline} s (volume-timeout plus its fio time)"
+    try:
+        wait = float(pod["metadata"].get("annotations", {})[c.ANNOTATION_VOLUME_WAIT])
+    except (KeyError, ValueError):
+        return float(deadline), said
+    return (wait, f"the run's volume-timeout of {wait:g} s") if 0 < wait < deadline else (float(deadline), said)
+
+
 def overdue(pod: dict, now: datetime) -> float | None:
-    """Seconds past its deadline for an unscheduled, pending cell pod; None if not (yet) overdue."""
-    spec, status = pod.get("spec", {}), pod.get("status", {})
-    deadline = spec.get("activeDeadlineSeconds")
-    if status.get("phase") != "Pending" or spec.get("nodeName") or not deadline:
-        return None  # running pods are the kubelet's; pods without a deadline are not pvbench's cells
-    late = (now - parse_time(pod["metadata"]["creationTimestamp"])).total_seconds() - deadline
+    """Seconds past its limit for an unscheduled, pending cell pod; None if not (yet) overdue."""
+    spec, status, most = pod.get("spec", {}), pod.get("status", {}), limit(pod)
+    if status.get("phase") != "Pending" or spec.get("nodeName") or most is None:
+        return None  # running or scheduled pods are the kubelet's; pods without a deadline are not pvbench's cells
+    late = (now - parse_time(pod["metadata"]["creationTimestamp"])).total_seconds() - most[0]
     return late if late > 0 else None
 
 
@@ -80,18 +97,15 @@ def check(api: Api, namespace: str, now: datetime | None = None, log=print) -> l
         late = overdue(pod, now)
         if late is None:
             continue
-        name, deadline = pod["metadata"]["name"], pod["spec"]["activeDeadlineSeconds"]
-        message = (
-            f"pvbench: the cell did not start within its deadline of {deadline} s "
-            f"(volume-timeout plus its fio time): {why_not_started(api, namespace, pod)}"
-        )
+        name, said = pod["metadata"]["name"], limit(pod)[1]
+        message = f"pvbench: the cell did not start within {said}: {why_not_started(api, namespace, pod)}"
         api.call(
             "PATCH",
             f"/api/v1/namespaces/{namespace}/pods/{name}/status",
             {"status": {"phase": "Failed", "reason": REASON, "message": message}},
             content_type="application/merge-patch+json",
         )
-        log(f"{name}: failed {late:.0f} s past its deadline: {message}")
+        log(f"{name}: failed {late:.0f} s late: {message}")
         failed.append(name)
     return failed
 

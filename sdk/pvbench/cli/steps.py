@@ -17,6 +17,7 @@ from pvbench.argo.conventions import (
     MAX_STORAGE_CLASSES_ENV,
     POD_TIMEOUT_OUTPUT,
     POD_VOLUME_PREFIX,
+    VOLUME_WAIT_OUTPUT,
 )
 from pvbench.cells.guards import KEEP_FLAGGED_ENV
 from pvbench.cli.common import console, fail, parse_labels, split_list
@@ -174,11 +175,15 @@ def validate(
     size: Annotated[Optional[str], typer.Option(help="fio file size override (profile: the profile's own)")] = None,
     volume_size: Annotated[Optional[str], typer.Option(help="PVC size; fio's files must fit in it")] = None,
     volume_timeout: Annotated[
-        str, typer.Option(help="How long a cell may wait for its volume; part of each cell's deadline")
+        str,
+        typer.Option(help="How long a cell's pod may wait for its volume, unscheduled; part of each cell's deadline"),
     ] = "10m",
     outputs: Annotated[
         Optional[Path],
-        typer.Option(help="Write cell-timeout (the longest cell's deadline, e.g. 1234s) into this directory, for Argo"),
+        typer.Option(
+            help="Write cell-timeout (the longest cell's deadline, e.g. 1234s), pod-timeout and volume-wait "
+            "(volume-timeout in seconds) into this directory, for Argo"
+        ),
     ] = None,
     max_storage_classes: Annotated[
         int,
@@ -280,6 +285,7 @@ def validate(
         outputs.mkdir(parents=True, exist_ok=True)
         (outputs / CELL_TIMEOUT_OUTPUT).write_text(f"{math.ceil(deadline)}s")
         (outputs / POD_TIMEOUT_OUTPUT).write_text(f"{math.ceil(pod_deadline)}s")
+        (outputs / VOLUME_WAIT_OUTPUT).write_text(f"{math.ceil(volume_wait)}")
     console.print(
         f"[green]ok[/]: {len(cells)} cells; each may take up to {math.ceil(deadline)} s "
         f"(volume wait {volume_timeout} + fio)"

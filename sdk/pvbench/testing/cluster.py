@@ -253,7 +253,7 @@ QOS_RUNS = {
     "repetitions": "2",
     "ramp": "3s",  # the driver limits a new container's cgroup within its ramp, even on a busy node
     **NODE_1,
-    "volume-timeout": "5m",  # a cell may wait for the node while another run's cell holds it
+    "volume-timeout": "10m",  # a cell may wait for the node while another run's cell holds it
 }
 
 
@@ -618,9 +618,9 @@ MAIN_RUN = {
     "repetitions": "2",
     "seed": "11",
     "volume-size": "2Gi",  # not the template's literal 1Gi: proves the podSpecPatch
-    # a cell's deadline counts from its creation, and here a cell may wait for the node while the
-    # failure scenario's cells hold it (anti-affinity): allow for that wait, not just QUICK's 20 s
-    "volume-timeout": "5m",
+    # a cell may wait for the node, unscheduled, while another run's cells hold it (anti-affinity):
+    # allow for that wait (the guard fails a pod unscheduled past it), not just QUICK's 20 s
+    "volume-timeout": "10m",
     # adaptive: every cell has 2 < 5 values, so round 1 asks for a 3rd; at 3 (the cap) round 2 says done
     "adaptive-target": "0.02",
     "adaptive-max-repetitions": "3",
