@@ -11,11 +11,11 @@ aggregated in a fresh process the way `pvbench aggregate --run <it> --out DIR` d
   compaction   listing the run and compacting its documents (runner.refresh_compacts)
   loading      the rest of the aggregation: the campaign's compacts and snapshot read as tables,
                the inputs installed, the campaign's lock
-  models       the campaign's SQL models, one after the other (the slowest are listed), the
-               Python steps' results inserted after them
-  beside       the Python steps computed in threads beside the models (the comparisons, the
-               history's judging): their wall times, summed (the runner logs each); they share
-               the 2 cores and the GIL with the models
+  models       the campaign's SQL models, two at a time where they do not read each other (the
+               slowest are listed: wall times, which share the cores), and the Python steps
+  beside       the Python steps computed and written in threads beside the models (the
+               comparisons, the history's judging): their wall times, summed (the runner logs
+               each); they share the 2 cores and the GIL with the models
   writing      the tables written as Parquet
   total        the process's start to its end
 

@@ -282,6 +282,51 @@ def test_occasion_box_plots_show_the_newest_12_occasions_and_the_split_uses_all(
     assert con.execute("select n_occasions from report_occasions").fetchall() == [(15,)]
 
 
+def test_models_that_do_not_read_each_other_are_made_at_once_and_the_others_wait(tmp_path):
+    """Two models that do not read each other run side by side (each on a cursor with the
+    connection's variables); a model that reads them starts once both are made; the threads
+    setting is DuckDB's again after; a model that fails is the aggregation's error, and no model
+    that reads it starts. Proved with a barrier, not with times: made one after the other, the two
+    would never meet at it."""
+    import threading
+
+    from duckdb.sqltypes import BIGINT
+
+    from pvbench.analytics.models import Model
+    from pvbench.analytics.runner import run_models
+
+    (tmp_path / "1_raw").mkdir()
+    met = threading.Barrier(2, timeout=120)
+
+    def meet(x):
+        met.wait()  # both models are running, or this times out
+        return x
+
+    def model(name, sql):
+        path = tmp_path / "1_raw" / f"{name}.sql"
+        path.write_text(sql)
+        return Model(name, path, "1_raw")
+
+    a = model("a", "select meet(getvariable('base')) as x")
+    b = model("b", "select meet(getvariable('base') + 1) as x")
+    c = model("c", "select (select x from a) + (select x from b) as total")
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    con.execute("SET VARIABLE base = 20")
+    con.create_function("meet", meet, [BIGINT], BIGINT)
+    run_models(con, [a, b, c])
+    assert con.execute("select total from c").fetchone() == (41,)
+    assert con.execute("select current_setting('threads')").fetchone() == (2,)
+
+    broken = model("broken", "select * from no_such_table")
+    after = model("after_broken", "select * from broken")
+    with pytest.raises(AnalyticsError, match=r"model 1_raw/broken\.sql failed: .*no_such_table"):
+        run_models(con, [broken, after])
+    tables = {t for (t,) in con.execute("select table_name from information_schema.tables").fetchall()}
+    assert "after_broken" not in tables
+    assert con.execute("select current_setting('threads')").fetchone() == (2,)
+
+
 def test_an_overlapped_step_runs_beside_the_later_models_and_a_view_model_is_a_view(tmp_path):
     """A step computed in Python starts (in a thread, on its own cursor) once the table it reads
     exists, and writes its table after the models; its error is the aggregation's. A model that

@@ -89,6 +89,12 @@ def _reads_of(texts: tuple[tuple[str, str], ...]) -> dict[str, frozenset[str]]:
     return {name: frozenset((set(re.findall(r"\w+", _strip_comments(sql))) & names) - {name}) for name, sql in texts}
 
 
+def model_reads(models: Sequence[Model]) -> dict[str, frozenset[str]]:
+    """The models of ``models`` each of them reads (what it waits for when they run at once)."""
+    names = {m.name for m in models}
+    return {name: reads & names for name, reads in _reads(models).items()}
+
+
 def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*", "", sql)
 
