@@ -394,9 +394,8 @@ class Overlapped:
     """An ``after`` step in two halves, both in a thread on a cursor of its own, beside the models
     that follow (DuckDB releases the GIL, so a step computed in Python and the SQL share the cores):
     ``compute`` reads the table ``needs`` as soon as that model has made it (at once if no model
-    makes it: an input), ``finish`` gets its result and writes the step's tables (which no model
-    reads: they are made after the models they read, not after all of them). Called as a plain
-    step, it does both in turn."""
+    makes it: an input), then ``finish`` gets its result and writes the step's tables at once, not
+    after every model (no model reads them). Called as a plain step, it does both in turn."""
 
     needs: str
     compute: Callable[[duckdb.DuckDBPyConnection], object]
@@ -407,6 +406,7 @@ class Overlapped:
 
 
 def _computed(step: Overlapped, cursor: duckdb.DuckDBPyConnection) -> None:
+    """``step`` computed and finished on ``cursor``, in a thread beside the models."""
     started_at = time.monotonic()
     try:
         step(cursor)
