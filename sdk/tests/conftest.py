@@ -66,14 +66,6 @@ def thesis_store(tmp_path_factory) -> Path:
     return store
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "nodes_to_itself: a cluster test whose runs need every node idle (wait_all_runs_ended): run after the other"
-        " cluster modules, whose runs then overlap the Scenarios started with the session instead of waiting for them",
-    )
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Parallel runs (`make test-fast`: pytest-xdist, -n 2 --dist loadgroup): tests that share a
@@ -84,15 +76,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:  # before pytest-xdist's own hook reads the marks
         if item.get_closest_marker("xdist_group") is None and _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    # The cluster modules whose Scenario runs from the session's start (pvbench.testing.cluster)
-    # after the others, whose runs overlap it meanwhile (its fixture waits for it); those that need
-    # every node idle last, as they would wait for it too.
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("nodes_to_itself") is not None,
-            getattr(getattr(item, "module", None), "SCENARIO", None) is not None,
-        )
-    )
     result = yield
     if getattr(config.option, "loadgroup", False):  # set in the xdist workers of --dist loadgroup
         _tag_xdist_groups(items)
@@ -132,14 +115,13 @@ def _tag_xdist_groups(items) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def cluster_runs_up_front(request, tmp_path_factory):
-    """With cluster tests selected and a node up, start the long benchmark run of test_cluster_run,
-    the upgrade scenario's baselines and every selected module's SCENARIO (pvbench.testing.cluster.
-    Scenario: the upgrade scenario) at once: they then run beside the other cluster tests' runs
-    instead of after them."""
+def cluster_runs_up_front(request):
+    """With cluster tests selected and a node up, start the long benchmark run of test_cluster_run
+    and the upgrade scenario's baselines at once: they then run beside the other cluster tests'
+    runs instead of after them."""
     if not any(item.get_closest_marker("cluster") for item in request.session.items):
         return
-    from pvbench.testing.cluster import Scenario, kube_or_none, main_run
+    from pvbench.testing.cluster import kube_or_none, main_run
     from pvbench.testing.upgrade import baseline_runs
 
     modules = {item.path.name for item in request.session.items}
@@ -148,7 +130,3 @@ def cluster_runs_up_front(request, tmp_path_factory):
             main_run()
         if "test_cluster_upgrade.py" in modules:
             baseline_runs()  # the upgrade scenario's history, on a node selection of its own
-        for module in {item.module for item in request.session.items if item.get_closest_marker("cluster")}:
-            scenario = getattr(module, "SCENARIO", None)
-            if isinstance(scenario, Scenario):
-                scenario.start(tmp_path_factory.mktemp(module.__name__.rsplit(".", 1)[-1]))

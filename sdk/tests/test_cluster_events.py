@@ -20,15 +20,7 @@ import urllib.request
 
 import pytest
 
-from pvbench.testing.cluster import (
-    CSI_NAMESPACE,
-    NAMESPACE,
-    QOS_TRIGGER,
-    installed_release,
-    require_kube,
-    retire,
-    wait_until,
-)
+from pvbench.testing.cluster import CSI_NAMESPACE, NAMESPACE, installed_release, require_kube, retire, wait_until
 
 pytestmark = [pytest.mark.cluster]
 
@@ -72,9 +64,7 @@ def ready():
     # a run that appeared after its test retired the others (an event delivered again) would hold
     # the node's mutex for a whole benchmark while the next module's runs wait: retire it too
     time.sleep(SETTLE_S)
-    # the Sensor's runs (no other run has the label), but the upgrade scenario's, which runs beside
-    # this module (pvbench.testing.cluster.Scenario) and waits for its own
-    late = k.items("workflow", f"pvbench.io/trigger,pvbench.io/trigger!={QOS_TRIGGER}")
+    late = k.items("workflow", "pvbench.io/trigger")  # the Sensor's runs (no other run has the label)
     if late:
         print(f"\nretiring candidate runs started after their test: {[wf['metadata']['name'] for wf in late]}")
         forget(late)

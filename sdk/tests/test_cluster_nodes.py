@@ -36,7 +36,7 @@ from pvbench.testing.cluster import (
     workflow_mutexes,
 )
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.nodes_to_itself]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 CAMPAIGN = "ci-nodes"
 PARAMS = {

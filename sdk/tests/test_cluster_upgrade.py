@@ -17,10 +17,6 @@ pvbench.testing.qos_driver); fio's options never change, the storage does.
               -> the nightly campaign's history has the change point at the upgrade's run
                  (the other campaign's), worse, attributed to the driver's image change
                  1.0 -> 2.0 (not to the retag after it); `pvbench history` prints it
-
-The scenario (SCENARIO) runs in a thread from the session's start (conftest), beside the other
-modules: its runs, one after another on the class's node selection, were ~7 min at the end of
-the stage with nothing beside them. The tests below check what it saw.
 """
 
 from __future__ import annotations
@@ -43,8 +39,6 @@ from pvbench.testing.cluster import (
     QOS_CLASS,
     QOS_DAEMONSET,
     QOS_RUNS,
-    QOS_TRIGGER,
-    Scenario,
     argo,
     cell_nodes,
     describe,
@@ -70,7 +64,7 @@ from pvbench.testing.upgrade import (
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 CAMPAIGN = QOS_RUNS["campaign"]
-TRIGGER = QOS_TRIGGER  # the Sensor's trigger for events.csi.workloads qos-csi
+TRIGGER = "csi-qos-csi"  # the Sensor's trigger for events.csi.workloads qos-csi
 STORE = f"s3://{BUCKET}"
 
 
@@ -182,9 +176,8 @@ def _answers(port: int, server: subprocess.Popen) -> bool:
         return False
 
 
-def run_scenario(folder) -> dict:
-    """The baselines (submitted with the session), then the upgrade, the retag and the later runs;
-    what each step showed."""
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
     for name in baseline_runs():
         wf = wait_workflow(name, timeout=1500)
         assert wf["status"]["phase"] == "Succeeded", describe(wf)
@@ -193,7 +186,7 @@ def run_scenario(folder) -> dict:
         "upgrade": upgrade["metadata"]["name"],
         "gate": compare("role=baseline", "role=candidate"),
         "comparisons": comparisons(),
-        "overview": overview_text(folder),
+        "overview": overview_text(tmp_path_factory.mktemp("upgrade-report")),
     }
     retag = change_driver("2.0.1")
     seen["retag"] = retag["metadata"]["name"]
@@ -205,15 +198,7 @@ def run_scenario(folder) -> dict:
     seen["change_points"] = campaign_table("report_change_points", NIGHTLY_CAMPAIGN)
     seen["history"] = campaign_table("report_history", NIGHTLY_CAMPAIGN)
     seen["history_cli"] = pvbench_history("--workload", "randwrite-iops")
-    return seen
-
-
-SCENARIO = Scenario("the upgrade scenario", run_scenario)  # started by conftest with the session
-
-
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
-    yield SCENARIO.result(tmp_path_factory.mktemp("upgrade-report"), timeout=3600)
+    yield seen
     # the driver goes; its limit leaves the pods that are left (new pods never get it)
     k = require_kube()
     k.delete("daemonset", QOS_DAEMONSET, namespace=CSI_NAMESPACE)

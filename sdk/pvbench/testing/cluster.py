@@ -26,7 +26,6 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -247,8 +246,6 @@ CSI_DAEMONSET = "csi-fakeplugin"
 # runs and the baselines share these.
 QOS_CLASS = "pvbench-qos"
 QOS_DAEMONSET = "csi-qosplugin"
-# the label the Sensor gives the runs of events.csi.workloads qos-csi (the upgrade scenario's)
-QOS_TRIGGER = "csi-qos-csi"
 QOS_RUNS = {
     **QUICK,
     "campaign": "ci-upgrade",
@@ -532,59 +529,10 @@ def cluster_nodes() -> dict[int, str]:
     return {int(n["metadata"]["labels"][NODE_LABEL]): n["metadata"]["name"] for n in found}
 
 
-class Scenario:
-    """A module's scenario run in a thread from the session's start (conftest starts every
-    module's ``SCENARIO``), beside the other modules: one whose runs follow one another on a node
-    selection of its own, so that they are not all left to the end of the stage. Its module's
-    fixture takes what it returned (``result``). wait_all_runs_ended waits for it to end: a test
-    that needs the nodes to itself must not start between two of its runs."""
-
-    def __init__(self, what: str, body: Callable[[Path], object]):
-        self.what, self.body = what, body
-        self._thread: threading.Thread | None = None
-        self._outcome: tuple[bool, object] | None = None
-
-    def start(self, folder: Path) -> None:
-        if self._thread is not None:
-            return
-
-        def run() -> None:
-            try:
-                self._outcome = (True, self.body(folder))
-            except BaseException as exc:  # handed to the module's tests (result), not lost with the thread
-                self._outcome = (False, exc)
-
-        self._thread = threading.Thread(target=run, name=self.what, daemon=True)
-        _SCENARIOS.append(self)
-        self._thread.start()
-
-    def wait(self, timeout: float) -> None:
-        """Until it has ended (at once if it never started)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                raise AssertionError(f"{self.what} still running after {timeout:.0f} s")
-
-    def result(self, folder: Path, timeout: float) -> object:
-        """What it returned, once it has (run here if conftest did not start it); its error raised."""
-        self.start(folder)
-        self.wait(timeout)
-        ok, value = self._outcome
-        if not ok:
-            raise value
-        return value
-
-
-_SCENARIOS: list[Scenario] = []
-
-
 def wait_all_runs_ended(timeout: float) -> None:
-    """Until every workflow of the namespace has ended, and every Scenario started with the session
-    (which submits its runs one after another). The cluster tests submit runs one module at a time
-    (the runs conftest starts up front end too), so after this no other test's cell holds a node
-    (the benchmark pods' anti-affinity) until the caller submits its own."""
-    for scenario in list(_SCENARIOS):
-        scenario.wait(timeout)
+    """Until every workflow of the namespace has ended. The cluster tests submit runs one module at a
+    time (the runs conftest starts up front end too), so after this no other test's cell holds a
+    node (the benchmark pods' anti-affinity) until the caller submits its own."""
 
     def ended() -> bool:
         return all(_ended(wf) for wf in require_kube().items("workflow"))
