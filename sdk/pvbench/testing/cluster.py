@@ -252,6 +252,9 @@ QOS_RUNS = {
     "tests": "randwrite-iops,randwrite-lat",
     "repetitions": "2",
     "ramp": "3s",  # the driver limits a new container's cgroup within its ramp, even on a busy node
+    # the run's 4 cells in one pod (4 fresh volumes): ~20 s less a run than a pod per cell; every
+    # upgrade run alike, so its volume lifecycle figures compare (docs/kubernetes.md, "Cells per pod")
+    "cells-per-pod": "4",
     **NODE_1,
     "volume-timeout": "10m",  # a cell may wait for the node while another run's cell holds it
 }
@@ -557,7 +560,10 @@ def describe(wf: dict) -> str:
 
 
 def cell_nodes(wf: dict) -> list[dict]:
-    return [n for n in nodes(wf) if n.get("templateName") == "benchmark-cell" and n.get("type") == "Pod"]
+    """The run's pods that measure: a pod per cell, or (cells-per-pod > 1) several cells a pod."""
+    return [
+        n for n in nodes(wf) if n.get("templateName") in ("benchmark-cell", "benchmark-pod") and n.get("type") == "Pod"
+    ]
 
 
 def run_pvcs_and_pvs(name: str) -> tuple[list[str], list[str]]:
