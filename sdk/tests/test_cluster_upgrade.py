@@ -6,7 +6,7 @@ pvbench-qos is ext4 on a loop device of its own; its driver is a DaemonSet the c
 Driver 2.0 enforces a write QoS on the class's device in the kernel (blkio throttling,
 pvbench.testing.qos_driver); fio's options never change, the storage does.
 
-    baseline  3 runs at driver 1.0, one occasion each (started with the session: conftest)
+    baseline  4 runs at driver 1.0, one occasion each (started with the session: conftest)
     upgrade   1.0 -> 2.0, applied as an operator would; the Sensor starts the candidate run
               -> its report's banner: pvbench-qos is worse, in the write metrics
               -> `pvbench compare role=baseline role=candidate` exits 1 (the upgrade gate)
