@@ -111,10 +111,15 @@ def driver(version: str) -> list[dict]:
 
 
 def driver_pod(version: str) -> dict | None:
-    """The driver's pod of ``version`` once it has set its limit (its log says so), else None."""
+    """The driver's pod of ``version`` once it runs (as its status says) and has set its limit (its
+    log says so), else None. Both: the kubelet reports a container running up to a relist after it
+    started, so a pod read before its log can still say it is being created."""
     k = require_kube()
     for pod in k.items("pod", f"app={QOS_DAEMONSET}", namespace=CSI_NAMESPACE):
         if pod["spec"]["containers"][0]["image"] != image(version) or pod["metadata"].get("deletionTimestamp"):
+            continue
+        statuses = pod["status"].get("containerStatuses") or [{}]
+        if "running" not in (statuses[0].get("state") or {}):
             continue
         logs = k.run("logs", pod["metadata"]["name"], namespace=CSI_NAMESPACE, check=False).stdout
         if "qos-driver: set in" in logs:
