@@ -252,8 +252,8 @@ QOS_RUNS = {
     "tests": "randwrite-iops,randwrite-lat",
     "repetitions": "2",
     "ramp": "3s",  # the driver limits a new container's cgroup within its ramp, even on a busy node
-    # the run's 4 cells in one pod (4 fresh volumes): ~20 s less a run than a pod per cell; every
-    # upgrade run alike, so its volume lifecycle figures compare (docs/kubernetes.md, "Cells per pod")
+    # the run's 4 cells in one pod (4 fresh volumes): one pod start a run, not four; every upgrade
+    # run alike, so its volume lifecycle figures compare (docs/kubernetes.md, "Cells per pod")
     "cells-per-pod": "4",
     **NODE_1,
     "volume-timeout": "10m",  # a cell may wait for the node while another run's cell holds it
