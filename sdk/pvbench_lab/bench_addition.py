@@ -22,12 +22,20 @@ aggregated in a fresh process the way `pvbench aggregate --run <it> --out DIR` d
 Wall seconds and the process's CPU seconds (every thread's) during the phase, medians over the
 additions, and the largest models' medians.
 
+--without comparisons,history: what the Python steps' judging costs an addition. Each addition is
+then followed by one with that judging skipped (the comparisons' rows, the history's series: their
+tables come out empty; what they read is still read), alternated on the same campaign, and both
+are shown side by side with the median ratio of the pairs: how much wall time the step's Python,
+sharing the cores and the GIL with the models, adds.
+
 Usage: .venv/bin/python -m pvbench_lab.bench_addition [--results 100000] [--additions 5]
+                                                      [--without comparisons,history]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -38,8 +46,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 PHASES = ("start-up", "compaction", "loading", "models", "beside", "writing", "total")
+# The Python steps' judging --without can skip: (module, function) replaced by one returning no rows.
+SKIPPABLE = {
+    "comparisons": ("pvbench.stats.tables", "report_comparison_rows"),
+    "history": ("pvbench.stats.history", "judge_all"),
+}
 
 
 def _cpu() -> float:
@@ -54,13 +68,18 @@ def _since_start() -> float:
     return float(Path("/proc/uptime").read_text().split()[0]) - start
 
 
-def one_addition(store_url: str, campaign: str, run: str, out: Path) -> dict:
-    """Add ``run`` as `pvbench aggregate --run` does, each phase timed; in a fresh process."""
+def one_addition(store_url: str, campaign: str, run: str, out: Path, skipped: Sequence[str] = ()) -> dict:
+    """Add ``run`` as `pvbench aggregate --run` does, each phase timed; in a fresh process.
+    ``skipped``: SKIPPABLE steps whose judging returns no rows."""
     started = time.monotonic() - _since_start()
     import pvbench.cli.main  # noqa: F401  (what the command imports before it aggregates)
     from pvbench.analytics import outputs, runner
     from pvbench.pipeline import tables
     from pvbench.store import open_store
+
+    for step in skipped:
+        module, function = SKIPPABLE[step]
+        setattr(importlib.import_module(module), function, lambda *args, **kwargs: [])
 
     spans: dict[str, list[float]] = {"start-up": [time.monotonic() - started, _cpu()]}
     marks: dict[str, tuple[float, float]] = {}
@@ -114,12 +133,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=int, default=100_000)
     parser.add_argument("--additions", type=int, default=5)
+    parser.add_argument(
+        "--without", default="", help=f"comma-separated, of {', '.join(SKIPPABLE)}: also time additions without it"
+    )
     parser.add_argument("--one", nargs=4, metavar=("STORE", "CAMPAIGN", "RUN", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--skipped", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         store, campaign, run, out = args.one
-        print(json.dumps(one_addition(store, campaign, run, Path(out))))
+        print(json.dumps(one_addition(store, campaign, run, Path(out), _steps(args.skipped))))
         return
+    without = _steps(args.without)
+    unknown = sorted(set(without) - set(SKIPPABLE))
+    if unknown:
+        parser.error(f"--without: no step {', '.join(unknown)} (one of: {', '.join(SKIPPABLE)})")
 
     from rich.console import Console
     from rich.table import Table
@@ -130,7 +157,8 @@ def main() -> None:
     byte_compile(REPO / "sdk")
     console = Console(width=160)
     runs = max(1, args.results // PER_RUN)
-    measured = []
+    variants = [()] + ([without] if without else [])  # alternated: each addition, then one without
+    measured: dict[tuple, list[dict]] = {variant: [] for variant in variants}
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-addition-") as tmp:
         work = Path(tmp)
         store = LocalStore(work / "store")
@@ -143,39 +171,60 @@ def main() -> None:
         done = subprocess.run([pvbench, *full], capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"pvbench {' '.join(full)} failed:\n{done.stderr[-2000:]}")
-        for index in range(runs, runs + args.additions):
-            write_runs(store, template, index, 1)
-            one = [str(store.root), CAMPAIGN, f"run-{index:04d}", str(out)]
-            done = subprocess.run(
-                [sys.executable, "-m", "pvbench_lab.bench_addition", "--one", *one],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            measured.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            total = measured[-1]["phases"]["total"]
-            console.print(f"  run-{index:04d}: {total[0]:.2f} s, {total[1]:.2f} s of CPU")
+        index = runs
+        for _ in range(args.additions):
+            for variant in variants:
+                write_runs(store, template, index, 1)
+                one = [str(store.root), CAMPAIGN, f"run-{index:04d}", str(out)]
+                done = subprocess.run(
+                    [sys.executable, "-m", "pvbench_lab.bench_addition", "--one", *one, "--skipped", ",".join(variant)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                measured[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                total = measured[variant][-1]["phases"]["total"]
+                shown = f" (without {' and '.join(variant)})" if variant else ""
+                console.print(f"  run-{index:04d}{shown}: {total[0]:.2f} s, {total[1]:.2f} s of CPU")
+                index += 1
 
     def median(values):
         values = [v for v in values if v is not None]
         return statistics.median(values) if values else None
 
     table = Table(
-        title=f"adding a run of {PER_RUN:,} results to {runs * PER_RUN:,} (medians of {len(measured)} additions)"
+        title=f"adding a run of {PER_RUN:,} results to {runs * PER_RUN:,} (medians of {args.additions} additions)"
     )
-    for column in ("phase", "wall", "CPU (every thread)"):
-        table.add_column(column, justify="right" if column != "phase" else "left")
+    table.add_column("phase")
+    for variant in variants:
+        shown = f", without {' and '.join(variant)}" if variant else ""
+        table.add_column(f"wall{shown}", justify="right")
+        table.add_column(f"CPU (every thread){shown}", justify="right")
     for phase in PHASES:
-        wall = median(m["phases"][phase][0] for m in measured)
-        cpu = median(m["phases"][phase][1] for m in measured)
-        table.add_row(phase, f"{wall:.2f} s", "–" if cpu is None else f"{cpu:.2f} s")
+        cells = []
+        for variant in variants:
+            wall = median(m["phases"][phase][0] for m in measured[variant])
+            cpu = median(m["phases"][phase][1] for m in measured[variant])
+            cells += [f"{wall:.2f} s", "–" if cpu is None else f"{cpu:.2f} s"]
+        table.add_row(phase, *cells)
     console.print(table)
-    names = {name for m in measured for name in m["models"]}
-    slowest = sorted(names, key=lambda n: -median(m["models"].get(n) for m in measured))[:8]
+    with_all = measured[()]
+    names = {name for m in with_all for name in m["models"]}
+    slowest = sorted(names, key=lambda n: -median(m["models"].get(n) for m in with_all))[:8]
     console.print(
-        "slowest models: " + ", ".join(f"{n} {median(m['models'].get(n) for m in measured):.2f} s" for n in slowest),
+        "slowest models: " + ", ".join(f"{n} {median(m['models'].get(n) for m in with_all):.2f} s" for n in slowest),
         soft_wrap=True,  # one line, whatever the terminal's width
     )
+    if without:
+        pairs = [b["phases"]["total"][0] / a["phases"]["total"][0] for a, b in zip(with_all, measured[without])]
+        console.print(
+            f"without {' and '.join(without)}: median pair ratio {median(pairs):.2f} of the total wall time "
+            f"({len(pairs)} pair{'' if len(pairs) == 1 else 's'})"
+        )
+
+
+def _steps(text: str) -> tuple[str, ...]:
+    return tuple(step.strip() for step in text.split(",") if step.strip())
 
 
 if __name__ == "__main__":

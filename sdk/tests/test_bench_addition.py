@@ -20,3 +20,21 @@ def test_the_addition_breakdown_prints_every_phase_and_the_slowest_models():
     named = [entry.rsplit(" ", 2)[0] for entry in line.removeprefix("slowest models: ").split(", ")]
     campaign_models = {m.name for m in discover_models(analytics_dir())}
     assert len(named) == 8 and set(named) <= campaign_models, line
+
+
+def test_without_a_python_step_the_additions_alternate_and_their_pair_ratio_is_printed():
+    done = lab_module("bench_addition", "--results", "1000", "--additions", "1", "--without", "comparisons,history")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    # one addition with every step, then one without the two steps' judging
+    assert "run-0001: " in out and "run-0002 (without comparisons and history): " in out, out[-3000:]
+    assert "wall, without comparisons and history" in out, out[-3000:]
+    [line] = [line for line in out.splitlines() if line.startswith("without comparisons and history: ")]
+    assert "median pair ratio" in line and "(1 pair)" in line, line
+
+
+def test_an_unknown_step_is_refused_before_anything_is_written():
+    done = lab_module("bench_addition", "--without", "comparisons,nope")
+    assert done.returncode == 2
+    assert "--without: no step nope (one of: comparisons, history)" in done.stderr
+    assert "writing" not in done.stdout
