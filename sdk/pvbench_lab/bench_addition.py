@@ -23,8 +23,8 @@ Wall seconds and the process's CPU seconds (every thread's) during the phase, me
 additions, and the largest models' medians.
 
 --without comparisons,history: what the Python steps' judging costs an addition. Each addition is
-then followed by one with that judging skipped (the comparisons' rows, the history's series: their
-tables come out empty; what they read is still read), alternated on the same campaign, and both
+then followed by one with that judging skipped (no comparison rows, no verdict on any history series;
+what they read is still read), alternated on the same campaign, and both
 are shown side by side with the median ratio of the pairs: how much wall time the step's Python,
 sharing the cores and the GIL with the models, adds.
 
@@ -158,6 +158,7 @@ def main() -> None:
     console = Console(width=160)
     runs = max(1, args.results // PER_RUN)
     variants = [()] + ([without] if without else [])  # alternated: each addition, then one without
+    label = {variant: f"without {' and '.join(variant)}" for variant in variants if variant}
     measured: dict[tuple, list[dict]] = {variant: [] for variant in variants}
     with tempfile.TemporaryDirectory(prefix="pvbench-bench-addition-") as tmp:
         work = Path(tmp)
@@ -184,7 +185,7 @@ def main() -> None:
                 )
                 measured[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
                 total = measured[variant][-1]["phases"]["total"]
-                shown = f" (without {' and '.join(variant)})" if variant else ""
+                shown = f" ({label[variant]})" if variant else ""
                 console.print(f"  run-{index:04d}{shown}: {total[0]:.2f} s, {total[1]:.2f} s of CPU")
                 index += 1
 
@@ -197,7 +198,7 @@ def main() -> None:
     )
     table.add_column("phase")
     for variant in variants:
-        shown = f", without {' and '.join(variant)}" if variant else ""
+        shown = f", {label[variant]}" if variant else ""
         table.add_column(f"wall{shown}", justify="right")
         table.add_column(f"CPU (every thread){shown}", justify="right")
     for phase in PHASES:
@@ -218,7 +219,7 @@ def main() -> None:
     if without:
         pairs = [b["phases"]["total"][0] / a["phases"]["total"][0] for a, b in zip(with_all, measured[without])]
         console.print(
-            f"without {' and '.join(without)}: median pair ratio {median(pairs):.2f} of the total wall time "
+            f"{label[without]}: median pair ratio {median(pairs):.2f} of the total wall time "
             f"({len(pairs)} pair{'' if len(pairs) == 1 else 's'})"
         )
 
