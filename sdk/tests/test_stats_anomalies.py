@@ -167,6 +167,50 @@ def test_robust_outlier_rule_flags_the_planted_value_only(tmp_path):
     assert "occasion o3 rep 4" in msg
 
 
+def test_the_occasion_screen_is_exact(tmp_path):
+    """could_flag (read before the values are unnested) holds exactly where the occasion's farthest
+    value reaches the cut-off: every outlier is in such an occasion, and no other occasion is.
+    Values planted at 1 to 5 sds and one at 40, a rate-limited cell (identical values, one off: t
+    is infinite), a steady cell whose planted value passes the cut-off but is too small a change
+    to flag (3 %), and occasions of 2 repetitions (never judged)."""
+    rng = np.random.default_rng(11)
+    docs = []
+    for o in range(1, 7):
+        for r in range(1, 6):
+            value = float(rng.normal(1000, 10))
+            if r == 3:
+                value = 1000 + 10 * (40 if o == 6 else o)  # 1, 2, … 5 sds above, then 40
+            docs.append(doc(occasion=f"o{o}", rep=r, value=value))
+            docs.append(doc(occasion=f"o{o}", rep=r, value=500.0 if (o, r) == (2, 2) else 400.0, workload="capped"))
+            steady = 1030.0 if (o, r) == (3, 2) else float(rng.normal(1000, 1))
+            docs.append(doc(occasion=f"o{o}", rep=r, value=steady, workload="steady"))
+        for r in (1, 2):
+            docs.append(doc(occasion=f"o{o}", rep=r, value=float(rng.normal(100, 1)), workload="pairs"))
+    write(tmp_path, docs)
+    con = build_tables(open_store(str(tmp_path)), "syn", extras=False)
+    rows = con.execute(
+        """select workload, occasion, bool_and(could_flag) = bool_or(could_flag),
+                  any_value(could_flag),
+                  coalesce(max(abs(t_stat)) >= (1 - 1e-6) * any_value(t_critical), false)
+                      and any_value(n_occasion) >= 3,
+                  bool_or(is_outlier)
+           from anomaly_outliers group by all order by all"""
+    ).fetchall()
+    assert len(rows) == 24
+    for workload, occasion, one_value, could, reaches, any_outlier in rows:
+        assert one_value, (workload, occasion)  # the occasion's, on each of its values
+        assert could == reaches, (workload, occasion)
+        assert could or not any_outlier, (workload, occasion)
+    flagged = {(w, o) for w, o, _, _, _, out in rows if out}
+    assert ("capped", "o2") in flagged and not any(w == "pairs" for w, _ in flagged)
+    assert ("randread-iops", "o6") in flagged and ("randread-iops", "o1") not in flagged
+    could = {(w, o) for w, o, _, c, _, _ in rows if c}
+    assert could - flagged == {("steady", "o3")}  # 30 sds, but 3 %: screened in, not flagged
+    assert con.execute("select count(*) from report_anomalies where kind = 'outlier'").fetchone()[0] == len(
+        con.execute("select 1 from anomaly_outliers where is_outlier").fetchall()
+    )
+
+
 def test_a_slow_occasion_is_an_occasion_effect_not_outliers(tmp_path):
     rng = np.random.default_rng(8)
     docs = [

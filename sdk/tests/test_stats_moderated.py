@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pvbench.stats.compare import WITHHELD, WORSE, compare_many, compare_samples, prior_cell
-from pvbench.stats.moderated import NO_PRIOR, Prior, fit_moments, fit_prior, pooled_rho2
+from pvbench.stats.moderated import NO_PRIOR, Prior, Residuals, fit_moments, fit_prior, pooled_rho2
 
 
 def test_the_moments_fit_recovers_a_known_prior():
@@ -46,6 +46,21 @@ def test_cells_that_move_together_count_as_one():
     # the same cells on occasions of their own (no shared key): independent, worth ten
     apart = [[{(m, i): v for (_, i), v in c[0].items()}] for m, c in enumerate(cells)]
     assert fit_prior(apart).effective_cells == pytest.approx(10.0)
+
+
+def test_numbered_residuals_give_the_correlation_the_cells_give():
+    """The SQL model hands the residuals over as numbered rows (Residuals.of_numbered): the same
+    matrix, the same pooled correlation, as from each cell's residuals by occasion."""
+    rng = np.random.default_rng(4)
+    day = rng.normal(0, 0.05, 12)
+    cells = [{f"o{i}": float(day[i] + rng.normal(0, 0.02)) for i in range(12) if rng.random() < 0.8} for _ in range(25)]
+    rows = [(c, int(o[1:]) * 7 + 3, v) for c, cell in enumerate(cells) for o, v in cell.items()]
+    rng.shuffle(rows)
+    numbered = Residuals.of_numbered(*(np.array(column) for column in zip(*rows)))
+    assert len(numbered) == 25
+    by_cells = pooled_rho2(cells)
+    assert pooled_rho2(numbered) == (pytest.approx(by_cells[0], rel=1e-12), by_cells[1])
+    assert 0.3 < by_cells[0] < 1  # they move together, not alike
 
 
 def test_squeeze_is_the_weighted_mean_of_prior_and_cell():

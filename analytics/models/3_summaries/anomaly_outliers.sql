@@ -21,8 +21,12 @@
 -- and a flag also needs |value − reference| ≥ outlier_min_rel_dev of the reference (tiny
 -- deviations of very stable cells are not worth a look).
 -- A value that differs from others that are all identical (s₍₋ᵢ₎ = 0, e.g. rate-limited fio) is an
--- outlier by any measure: t is infinite. Tukey's fences over the cell (Q1 − 1.5·IQR, Q3 + 1.5·IQR)
--- ride along for the box plots.
+-- outlier by any measure: t is infinite.
+-- could_flag says whether any value of the value's occasion can pass the cut-off: |t| grows with
+-- |value − occasion mean| (the residual grows, the left-out sd shrinks), so an occasion's largest |t|
+-- is its min's or its max's, known from its row. is_outlier implies could_flag; report_anomalies
+-- reads only the occasions that could (a filter below the unnest: a few hundred of ~700,000 values at
+-- 100,000 results), and nothing here waits for the summary.
 -- The occasions (n, mean, ss) are occasion_measurements' rows, made when each run was compacted;
 -- each value is read from its occasion's row (no join of every value with its occasion).
 with cells as (
@@ -36,36 +40,40 @@ with cells as (
     from occasion_measurements
     group by all
 ),
--- the cell's median and quartiles: the summary's (computed there once, over the same values)
-cell_quantiles as (
-    select campaign, storage_class, profile, workload, direction, metric, median as cell_median, q1, q3
-    from summary
-),
 -- one cut-off per distinct (m, df): a handful of calls to the t quantile, not one per value
 cutoffs as (
     select n_judged, df, t_quantile(1 - s.outlier_alpha / (2 * n_judged), df) as t_critical
     from (select distinct n_judged, df from cells where n_judged > 0 and df >= 1) d, settings s
 ),
--- each value with its occasion's n, mean and median: unnested from the occasion's row, which has them
-values_in_occasions as (
+-- each occasion's row with its cell's, and whether a value of it can pass the cut-off: the left-out
+-- t of its farthest value (d from the occasion mean), written without a division (sd_loo may be 0)
+occasions as (
     select
-        campaign, run, occasion, storage_class, profile, workload, workload_title, direction, metric,
-        unit, better, is_headline,
-        n as n_occasion,
-        mean as occasion_mean,
-        list_aggregate(list_transform(observations, o -> o.value), 'median') as occasion_median,
-        unnest(observations) as o
-    from occasion_measurements
+        m.campaign, m.run, m.occasion, m.storage_class, m.profile, m.workload, m.workload_title, m.direction,
+        m.metric, m.unit, m.better, m.is_headline, m.observations,
+        m.n as n_occasion,
+        m.mean as occasion_mean,
+        c.n, c.n_occasions, c.n_judged, c.df, c.ss_within, k.t_critical,
+        greatest(m.max - m.mean, m.mean - m.min) as d
+    from occasion_measurements m
+    join cells c using (campaign, storage_class, profile, workload, direction, metric)
+    left join cutoffs k on k.n_judged = c.n_judged and k.df = c.df
 ),
+screened as (
+    select
+        * exclude (d),
+        -- the bound with a margin of 1e-6 of the cut-off: never below a value's own t by rounding
+        coalesce(n_occasion >= 3 and df >= 1 and d * n_occasion / (n_occasion - 1)
+            >= (1 - 1e-6) * t_critical * sqrt(1 + 1 / (n_occasion - 1))
+               * sqrt(greatest(ss_within - d ^ 2 * n_occasion / (n_occasion - 1), 0) / df), false) as could_flag
+    from occasions
+),
+-- each value with its occasion's median: unnested from the occasion's row, which has them
 located as (
     select
-        m.* exclude (o), m.o.rep as rep, m.o.value as value, m.o.started_at as started_at,
-        c.n, c.n_occasions, c.n_judged, c.df, c.ss_within, k.t_critical,
-        q.cell_median, q.q1, q.q3
-    from values_in_occasions m
-    join cells c using (campaign, storage_class, profile, workload, direction, metric)
-    join cell_quantiles q using (campaign, storage_class, profile, workload, direction, metric)
-    left join cutoffs k on k.n_judged = c.n_judged and k.df = c.df
+        m.* exclude (observations, o), m.o.rep as rep, m.o.value as value, m.o.started_at as started_at,
+        list_aggregate(list_transform(m.observations, x -> x.value), 'median') as occasion_median
+    from (select *, unnest(observations) as o from screened) m
 ),
 studentized as (
     select *,
@@ -86,11 +94,8 @@ scored as (
 select
     r.campaign, r.run, r.occasion, r.storage_class, r.profile, r.workload, r.workload_title, r.rep,
     r.direction, r.metric, r.unit, r.better, r.is_headline, r.value, r.started_at,
-    r.n, r.n_occasions, r.n_judged, r.df, r.cell_median, r.n_occasion, r.occasion_median, r.occasion_mean,
-    r.reference, r.residual, r.sd_loo, r.t_stat, r.t_critical,
-    r.q1 - 1.5 * (r.q3 - r.q1) as tukey_low,
-    r.q3 + 1.5 * (r.q3 - r.q1) as tukey_high,
-    r.value < r.q1 - 1.5 * (r.q3 - r.q1) or r.value > r.q3 + 1.5 * (r.q3 - r.q1) as outside_tukey,
+    r.n, r.n_occasions, r.n_judged, r.df, r.n_occasion, r.occasion_median, r.occasion_mean,
+    r.reference, r.residual, r.sd_loo, r.t_stat, r.t_critical, r.could_flag,
     coalesce(r.n >= s.outlier_min_n
              and r.n_occasion >= 3
              and abs(r.t_stat) > r.t_critical

@@ -17,23 +17,26 @@ with occasions as (
     where mean > 0
 ),
 cells as (
-    select campaign, cell, var_samp(log_mean) as s2, count(*) - 1 as df
+    select campaign, cell, var_samp(log_mean) as s2, count(*) - 1 as df, avg(log_mean) as mean_log
     from occasions
     group by all
     having count(*) >= 2 and var_samp(log_mean) > 0
 ),
 picked as (
-    select campaign, cell
-    from (select campaign, cell, row_number() over (partition by campaign order by hash(cell), cell) as pick from cells)
+    select campaign, cell, mean_log, pick
+    from (select campaign, cell, mean_log, row_number() over (partition by campaign order by hash(cell), cell) as pick from cells)
     where pick <= correlation_sample()
 ),
+-- the occasions numbered: Python gets each residual's cell and occasion as numbers, not strings
+numbered as (
+    select campaign, occasion, row_number() over (partition by campaign order by occasion) as occasion_number
+    from (select distinct campaign, occasion from occasions)
+),
 residuals as (
-    select campaign, list(cell) as cells, list(occasion) as occasions, list(resid) as resids
-    from (
-        select o.campaign, o.cell, o.occasion, o.log_mean - avg(o.log_mean) over (partition by o.campaign, o.cell) as resid
-        from occasions o
-        join picked using (campaign, cell)
-    )
+    select campaign, list(p.pick) as cells, list(n.occasion_number) as occasions, list(o.log_mean - p.mean_log) as resids
+    from occasions o
+    join picked p using (campaign, cell)
+    join numbered n using (campaign, occasion)
     group by all
 ),
 variances as (

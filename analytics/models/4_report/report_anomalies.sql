@@ -52,7 +52,8 @@ warmup_tested as (
     from warmup_cells w
 ),
 outliers as (
-    select * from anomaly_outliers where is_outlier and is_headline
+    -- could_flag first: it is known before the values are unnested (is_outlier implies it)
+    select * from anomaly_outliers where could_flag and is_outlier and is_headline
 )
 select
     'over_limit' as kind,

@@ -469,7 +469,7 @@ def _in_dependency_order(
     made, and yield each as it is made. Of the models ready, the one with the longest chain of
     work waiting on it goes first (_chain_lengths; ``needed``: the tables Python steps read, which
     start once they are made), then ``models``' order: the end waits for the longest chain
-    (variance_prior → summary → anomaly_outliers → report_anomalies), not for the many small
+    (variance_prior → summary → the report tables over it), not for the many small
     models. The first model that fails raises AnalyticsError once those running beside it are
     done; none starts after it."""
     reads = model_reads(models)

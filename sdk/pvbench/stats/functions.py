@@ -67,19 +67,18 @@ def _warmup_pvalue(rank_sum: int, sizes: list[int]) -> float | None:
 
 
 def _variance_prior(
-    s2: list[float], dfs: list[float], cells: list[str], occasions: list[str], resids: list[float]
+    s2: list[float], dfs: list[float], cells: list[int], occasions: list[int], resids: list[float]
 ) -> dict:
     """The moderated variance's prior over a campaign's cells (pvbench.stats.moderated): from each
     cell's variance of log occasion means and its df, and the occasion residuals of a sample of
-    the cells (the correlation's; the SQL takes up to correlation_sample() of them)."""
+    the cells (the correlation's; the SQL takes up to correlation_sample() of them), each with its
+    cell's and its occasion's number."""
     import numpy as np
 
-    from pvbench.stats.moderated import fit_variances
+    from pvbench.stats.moderated import Residuals, fit_variances
 
-    by_cell: dict[str, dict[str, float]] = {}
-    for cell, occasion, value in zip(cells or [], occasions or [], resids or []):
-        by_cell.setdefault(cell, {})[occasion] = value
-    prior = fit_variances(np.asarray(s2 or [], dtype=float), np.asarray(dfs or [], dtype=float), list(by_cell.values()))
+    residuals = Residuals.of_numbered(cells or [], occasions or [], resids or [])
+    prior = fit_variances(np.asarray(s2 or [], dtype=float), np.asarray(dfs or [], dtype=float), residuals)
     known = prior.known
     return {
         "s2": prior.s2 if known else None,
@@ -91,7 +90,7 @@ def _variance_prior(
 
 def register_functions(con) -> None:
     import duckdb
-    from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER, VARCHAR
+    from duckdb.sqltypes import BIGINT, DOUBLE, INTEGER
 
     con.create_function("f_pvalue", _f_pvalue, [DOUBLE, DOUBLE, DOUBLE], DOUBLE)
     con.create_function("t_quantile", _t_quantile, [DOUBLE, DOUBLE], DOUBLE)
@@ -103,7 +102,7 @@ def register_functions(con) -> None:
         "variance_prior",
         _variance_prior,
         [duckdb.list_type(DOUBLE), duckdb.list_type(DOUBLE)]
-        + [duckdb.list_type(VARCHAR)] * 2
+        + [duckdb.list_type(BIGINT)] * 2
         + [duckdb.list_type(DOUBLE)],
         duckdb.struct_type({"s2": DOUBLE, "df": DOUBLE, "cells": INTEGER, "effective_cells": DOUBLE}),
     )

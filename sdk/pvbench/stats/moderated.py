@@ -132,7 +132,47 @@ def fit_moments(s2: np.ndarray, df: np.ndarray) -> tuple[float, float]:
 CORRELATION_SAMPLE = 600
 
 
-def pooled_rho2(cells: Sequence[dict[Hashable, float]], of_cells: int | None = None) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Residuals:
+    """Cells' occasion residuals as a cells × occasions matrix ``e`` (0 where a cell has not run
+    that occasion) and ``present`` (1 where it has): what pooled_rho2 multiplies."""
+
+    e: np.ndarray
+    present: np.ndarray
+
+    @classmethod
+    def of_cells(cls, cells: Sequence[dict[Hashable, float]]) -> Residuals:
+        """From each cell's residuals by occasion."""
+        keys = sorted({k for cell in cells for k in cell}, key=repr)
+        index = {k: i for i, k in enumerate(keys)}
+        e = np.zeros((len(cells), len(keys)))
+        present = np.zeros((len(cells), len(keys)))
+        for row, cell in enumerate(cells):
+            for key, value in cell.items():
+                e[row, index[key]] = value
+                present[row, index[key]] = 1.0
+        return cls(e, present)
+
+    @classmethod
+    def of_numbered(cls, cells: np.ndarray, occasions: np.ndarray, values: np.ndarray) -> Residuals:
+        """From parallel arrays, each residual's cell and occasion a number (each pair once): the
+        SQL model's rows, placed with NumPy, not a Python loop over each (60,000 at 100,000 results)."""
+        cell_numbers, rows = np.unique(np.asarray(cells, dtype=np.int64), return_inverse=True)
+        occasion_numbers, columns = np.unique(np.asarray(occasions, dtype=np.int64), return_inverse=True)
+        e = np.zeros((len(cell_numbers), len(occasion_numbers)))
+        present = np.zeros_like(e)
+        e[rows, columns] = np.asarray(values, dtype=float)
+        present[rows, columns] = 1.0
+        return cls(e, present)
+
+    def __len__(self) -> int:
+        return self.e.shape[0]
+
+    def rows(self, picked: np.ndarray) -> Residuals:
+        return Residuals(self.e[picked], self.present[picked])
+
+
+def pooled_rho2(cells: Sequence[dict[Hashable, float]] | Residuals, of_cells: int | None = None) -> tuple[float, float]:
     """The mean squared correlation of two cells' residuals over the occasions they share, over
     the pairs of cells that share at least MIN_SHARED (each r² less its small-sample bias 1/d:
     (d·r² − 1)/(d − 1), d = shared − 1), clipped to [0, 1]; and how many pairs share any occasion.
@@ -142,17 +182,12 @@ def pooled_rho2(cells: Sequence[dict[Hashable, float]], of_cells: int | None = N
     of_cells = of_cells or len(cells)
     if len(cells) > CORRELATION_SAMPLE:
         picked = np.linspace(0, len(cells) - 1, CORRELATION_SAMPLE).round().astype(int)
-        return pooled_rho2([cells[i] for i in picked], of_cells)
-    keys = sorted({k for cell in cells for k in cell}, key=repr)
-    if not keys or len(cells) < 2:
+        sample = cells.rows(picked) if isinstance(cells, Residuals) else [cells[i] for i in picked]
+        return pooled_rho2(sample, of_cells)
+    matrix = cells if isinstance(cells, Residuals) else Residuals.of_cells(cells)
+    e, present = matrix.e, matrix.present
+    if not e.shape[1] or len(cells) < 2:
         return math.nan, 0
-    index = {k: i for i, k in enumerate(keys)}
-    e = np.zeros((len(cells), len(keys)))
-    present = np.zeros((len(cells), len(keys)))
-    for row, cell in enumerate(cells):
-        for key, value in cell.items():
-            e[row, index[key]] = value
-            present[row, index[key]] = 1.0
     shared = present @ present.T
     cross = e @ e.T
     sq = (e * e) @ present.T  # sq[i, j]: Σ e_i² over the occasions j has too
@@ -186,7 +221,7 @@ def fit_prior(cells: Iterable[Groups]) -> Prior:
     return fit_variances(np.asarray(s2), np.asarray(dfs, dtype=float), resid)
 
 
-def fit_variances(s2: np.ndarray, dfs: np.ndarray, resid: Sequence[dict[Hashable, float]]) -> Prior:
+def fit_variances(s2: np.ndarray, dfs: np.ndarray, resid: Sequence[dict[Hashable, float]] | Residuals) -> Prior:
     """fit_prior from the cells' variances (each > 0) on their degrees of freedom (each > 0), and
     their occasion residuals — of every cell, or of a sample of them (the correlation's)."""
     g = len(s2)
