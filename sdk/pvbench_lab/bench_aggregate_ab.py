@@ -20,6 +20,10 @@ With --verify, it times an aggregation with nothing new instead (every run liste
 against the snapshot, the campaign's tables made again): the campaign aggregated once (the working
 tree's code), then `pvbench aggregate` at each commit in turn, PAIRS times; --minio as with --add.
 
+A full aggregation and one with nothing new read the same results at both commits: the tables each
+wrote last are then compared, row for row (a change meant to be faster should say "the same"). An
+addition's are not: each commit adds a run of its own.
+
 The base runs from a git worktree made for it (removed after), with this checkout's virtualenv:
 its pvbench package and analytics/ SQL, nothing else of it.
 
@@ -40,6 +44,8 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+
+import duckdb
 
 from pvbench.store import LocalStore
 from pvbench_lab.bench_aggregate import (
@@ -92,12 +98,16 @@ def main() -> None:
                 write_runs(store, template, 0, runs)
                 os.sync()
                 env = {name: {**os.environ, **extra} for name, extra in variants.items()}
+                outs = {name: work / f"tables-{i}" for i, name in enumerate(variants)}
+                same = None
                 if args.add:
                     walls, cpus = additions(store, url, template, runs, work / "tables", env, args.pairs)
                 elif args.verify:
-                    walls, cpus = verifications(store, url, work / "tables", env, args.pairs)
+                    walls, cpus = verifications(store, url, outs, env, args.pairs)
+                    same = same_tables(*outs.values())
                 else:
-                    walls, cpus, reads = full_aggregations(store, url, work / "tables", env, args.pairs)
+                    walls, cpus, reads = full_aggregations(store, url, outs, env, args.pairs)
+                    same = same_tables(*outs.values())
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
     old, new = walls[f"base {base}"], walls["working tree"]
@@ -126,6 +136,37 @@ def main() -> None:
         f"\nworking tree ÷ base, each pair: {', '.join(f'{r:.2f}' for r in ratios)};"
         f" median {statistics.median(ratios):.2f}, faster in {sum(r < 1 for r in ratios)} of {len(ratios)}"
     )
+    if same is not None:
+        print(same)
+
+
+def same_tables(base: Path, tree: Path) -> str:
+    """A line saying which tables two aggregations wrote alike: the same columns and the same rows,
+    each as often (EXCEPT ALL both ways: the order of rows aside)."""
+    names = sorted({p.name for p in base.glob("*.parquet")} | {p.name for p in tree.glob("*.parquet")})
+    differing = []
+    con = duckdb.connect()
+    try:
+        for name in names:
+            a, b = str(base / name), str(tree / name)
+            if not (base / name).exists() or not (tree / name).exists():
+                differing.append(f"{Path(name).stem} (written by one only)")
+                continue
+            columns = [con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [f]).fetchall() for f in (a, b)]
+            if columns[0] != columns[1]:
+                differing.append(f"{Path(name).stem} (columns)")
+                continue
+            rows = con.execute(
+                "SELECT count(*) FROM ((SELECT * FROM read_parquet($1) EXCEPT ALL SELECT * FROM read_parquet($2))"
+                " UNION ALL (SELECT * FROM read_parquet($2) EXCEPT ALL SELECT * FROM read_parquet($1)))",
+                [a, b],
+            ).fetchone()[0]
+            if rows:
+                differing.append(f"{Path(name).stem} ({rows} row{'s' if rows != 1 else ''})")
+    finally:
+        con.close()
+    line = f"the tables each wrote: {len(names) - len(differing)} of {len(names)} the same"
+    return line + (f"; differing: {', '.join(differing)}" if differing else "")
 
 
 def open_bench_store(stack: contextlib.ExitStack, work: Path, args: argparse.Namespace):
@@ -157,25 +198,27 @@ def alternated(env: dict[str, dict], pairs: int, measure, before=lambda: "") -> 
     return walls, cpus
 
 
-def full_aggregations(store, url: str, out: Path, env: dict[str, dict], pairs: int):
-    """Each variant's full aggregation, alternated, the store's read before each pair: (walls, CPUs, reads)."""
+def full_aggregations(store, url: str, outs: dict[str, Path], env: dict[str, dict], pairs: int):
+    """Each variant's full aggregation (its tables in its folder of ``outs``), alternated, the
+    store's read before each pair: (walls, CPUs, reads)."""
     reads: list[float] = []
 
     def read() -> str:
         reads.append(read_bytes(store)[0])
         return f"read {reads[-1]:.1f} s; "
 
-    walls, cpus = alternated(env, pairs, lambda name: full_aggregation(store, url, out, env[name]), read)
+    walls, cpus = alternated(env, pairs, lambda name: full_aggregation(store, url, outs[name], env[name]), read)
     return walls, cpus, reads
 
 
-def verifications(store, url: str, out: Path, env: dict[str, dict], pairs: int):
+def verifications(store, url: str, outs: dict[str, Path], env: dict[str, dict], pairs: int):
     """The campaign aggregated once (the working tree's code: it writes the snapshot), then each
-    variant aggregates it again with nothing new, in turn, ``pairs`` times: (walls, CPUs)."""
-    if full_aggregation(store, url, out, env["working tree"]) is None:
+    variant aggregates it again with nothing new (its tables in its folder of ``outs``), in turn,
+    ``pairs`` times: (walls, CPUs)."""
+    if full_aggregation(store, url, outs["working tree"], env["working tree"]) is None:
         raise SystemExit("the first full aggregation failed")
-    command = ["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out", str(out)]
-    return alternated(env, pairs, lambda name: timed(command, env[name]))
+    command = ["aggregate", "--store", url, "--campaign", CAMPAIGN, "--out"]
+    return alternated(env, pairs, lambda name: timed([*command, str(outs[name])], env[name]))
 
 
 def additions(store, url: str, template: dict, runs: int, out: Path, env: dict[str, dict], pairs: int):

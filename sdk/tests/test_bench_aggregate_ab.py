@@ -2,10 +2,12 @@
 
 import subprocess
 
+import duckdb
 import pytest
 from cli_helpers import lab_module
 
 from pvbench.testing import REPO
+from pvbench_lab.bench_aggregate_ab import same_tables
 
 # one after the other: each makes a worktree of the base, and the first counts the worktrees
 pytestmark = pytest.mark.xdist_group("bench_aggregate_ab")
@@ -17,6 +19,9 @@ def test_the_alternated_comparison_runs_and_leaves_no_worktree():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| base " in done.stdout and "| working tree |" in done.stdout
     assert "working tree ÷ base, each pair:" in done.stdout
+    # the same code at both ends: every table it wrote the same, row for row
+    same = [line for line in done.stdout.splitlines() if line.startswith("the tables each wrote:")]
+    assert len(same) == 1 and "differing" not in same[0], done.stdout
     after = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout
     assert after == before
 
@@ -28,3 +33,23 @@ def test_the_comparison_of_aggregations_with_nothing_new_runs_on_minio():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "nothing new in 1,000 results, MinIO, 2 alternated pairs" in done.stdout, done.stdout
     assert "| code | each aggregation | median |" in done.stdout
+    assert "the tables each wrote:" in done.stdout and "differing" not in done.stdout, done.stdout
+
+
+def test_tables_that_differ_are_named(tmp_path):
+    """same_tables names each table that differs: a row changed, a column renamed, a table one
+    side lacks; rows in another order are the same rows."""
+    base, tree = tmp_path / "base", tmp_path / "tree"
+    base.mkdir(), tree.mkdir()
+    con = duckdb.connect()
+    for folder, rows, name in ((base, "(1, 2.0), (2, 3.0)", "x"), (tree, "(2, 3.0), (1, 2.0)", "x")):
+        con.execute(f"COPY (SELECT * FROM (VALUES {rows}) t(k, {name})) TO '{folder}/same.parquet'")
+    con.execute(f"COPY (SELECT * FROM (VALUES (1, 2.0)) t(k, v)) TO '{base}/changed.parquet'")
+    con.execute(f"COPY (SELECT * FROM (VALUES (1, 2.5)) t(k, v)) TO '{tree}/changed.parquet'")
+    con.execute(f"COPY (SELECT 1 AS k) TO '{base}/renamed.parquet'")
+    con.execute(f"COPY (SELECT 1 AS key) TO '{tree}/renamed.parquet'")
+    con.execute(f"COPY (SELECT 1 AS k) TO '{tree}/new.parquet'")
+    assert same_tables(base, tree) == (
+        "the tables each wrote: 1 of 4 the same;"
+        " differing: changed (2 rows), new (written by one only), renamed (columns)"
+    )

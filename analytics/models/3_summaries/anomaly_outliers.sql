@@ -25,8 +25,8 @@
 -- could_flag says whether any value of the value's occasion can pass the cut-off: |t| grows with
 -- |value − occasion mean| (the residual grows, the left-out sd shrinks), so an occasion's largest |t|
 -- is its min's or its max's, known from its row. is_outlier implies could_flag; report_anomalies
--- reads only the occasions that could (a filter below the unnest: a few hundred of ~700,000 values at
--- 100,000 results), and nothing here waits for the summary.
+-- reads only the occasions that could (a filter DuckDB applies before the unnest), and nothing here
+-- waits for the summary.
 -- The occasions (n, mean, ss) are occasion_measurements' rows, made when each run was compacted;
 -- each value is read from its occasion's row (no join of every value with its occasion).
 with cells as (
