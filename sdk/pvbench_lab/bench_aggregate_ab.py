@@ -45,9 +45,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import duckdb
-
 from pvbench.store import LocalStore
+from pvbench.testing.tables import columns_of, differing_rows
 from pvbench_lab.bench_aggregate import (
     CAMPAIGN,
     PER_RUN,
@@ -142,29 +141,17 @@ def main() -> None:
 
 def same_tables(base: Path, tree: Path) -> str:
     """A line saying which tables two aggregations wrote alike: the same columns and the same rows,
-    each as often (EXCEPT ALL both ways: the order of rows aside)."""
+    each as often (the order of rows aside)."""
     names = sorted({p.name for p in base.glob("*.parquet")} | {p.name for p in tree.glob("*.parquet")})
     differing = []
-    con = duckdb.connect()
-    try:
-        for name in names:
-            a, b = str(base / name), str(tree / name)
-            if not (base / name).exists() or not (tree / name).exists():
-                differing.append(f"{Path(name).stem} (written by one only)")
-                continue
-            columns = [con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [f]).fetchall() for f in (a, b)]
-            if columns[0] != columns[1]:
-                differing.append(f"{Path(name).stem} (columns)")
-                continue
-            rows = con.execute(
-                "SELECT count(*) FROM ((SELECT * FROM read_parquet($1) EXCEPT ALL SELECT * FROM read_parquet($2))"
-                " UNION ALL (SELECT * FROM read_parquet($2) EXCEPT ALL SELECT * FROM read_parquet($1)))",
-                [a, b],
-            ).fetchone()[0]
-            if rows:
-                differing.append(f"{Path(name).stem} ({rows} row{'s' if rows != 1 else ''})")
-    finally:
-        con.close()
+    for name in names:
+        a, b = str(base / name), str(tree / name)
+        if not (base / name).exists() or not (tree / name).exists():
+            differing.append(f"{Path(name).stem} (written by one only)")
+        elif columns_of(a) != columns_of(b):
+            differing.append(f"{Path(name).stem} (columns)")
+        elif rows := differing_rows(a, b):
+            differing.append(f"{Path(name).stem} ({rows} row{'s' if rows != 1 else ''})")
     line = f"the tables each wrote: {len(names) - len(differing)} of {len(names)} the same"
     return line + (f"; differing: {', '.join(differing)}" if differing else "")
 

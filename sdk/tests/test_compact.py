@@ -24,6 +24,7 @@ from pvbench.analytics.tables import AnalyticsError
 from pvbench.pipeline import aggregate, build_tables
 from pvbench.store import open_store
 from pvbench.store.layout import RESULT_FILE
+from pvbench.testing.tables import differing_rows
 
 
 def night(run: str, day: int, level: float = 1000.0, reps: int = 3) -> list:
@@ -315,16 +316,6 @@ def _compact_file(store_root, run: str, table: str) -> str:
     return str(store_root / "compact" / "campaign=syn" / f"run={run}" / f"{table}.parquet")
 
 
-def _differing_rows(a: str, b: str) -> int:
-    """Rows of one Parquet file missing from the other, both ways (duplicates counted)."""
-    con = connect()
-    return con.execute(
-        "SELECT (SELECT count(*) FROM (FROM read_parquet($a) EXCEPT ALL FROM read_parquet($b)))"
-        " + (SELECT count(*) FROM (FROM read_parquet($b) EXCEPT ALL FROM read_parquet($a)))",
-        {"a": a, "b": b},
-    ).fetchone()[0]
-
-
 def test_the_tables_of_runs_just_compacted_are_those_read_back_from_their_compacts(tmp_path, monkeypatch):
     # the runs an aggregation compacts are read from the tables it compacted them into (Kept), not
     # from the files it just wrote; every table written must be what reading the files gives
@@ -346,7 +337,7 @@ def test_the_tables_of_runs_just_compacted_are_those_read_back_from_their_compac
     tables = sorted(p.name for p in (tmp_path / "kept").glob("*.parquet"))
     assert tables == sorted(p.name for p in (tmp_path / "files").glob("*.parquet")) and len(tables) > 20
     for table in tables:
-        assert _differing_rows(str(tmp_path / "kept" / table), str(tmp_path / "files" / table)) == 0, table
+        assert differing_rows(str(tmp_path / "kept" / table), str(tmp_path / "files" / table)) == 0, table
 
 
 def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, monkeypatch):
@@ -382,7 +373,7 @@ def test_runs_compacted_together_hold_what_each_compacted_alone_holds(tmp_path, 
     for run in ("n1", "n2", "n3"):
         for table in compact.COMPACT_TABLES:
             made = _compact_file(together, run, table), _compact_file(alone, run, table)
-            assert _differing_rows(*made) == 0, (run, table)
+            assert differing_rows(*made) == 0, (run, table)
     n3_rows = _compact_file(together, "n3", "result_rows")
     n3 = connect().execute("SELECT count(DISTINCT source_key) FROM read_parquet(?)", [n3_rows]).fetchone()[0]
     assert n3 == 6 + 1  # its own and the copy
@@ -476,7 +467,7 @@ def test_a_full_local_aggregation_reads_later_batches_in_a_second_process(tmp_pa
     for run in ("n1", "n2", "n3"):
         for table in compact.COMPACT_TABLES:
             made = _compact_file(by_process, run, table), _compact_file(by_thread, run, table)
-            assert _differing_rows(*made) == 0, (run, table)
+            assert differing_rows(*made) == 0, (run, table)
     assert not list(scratch.glob("pvbench-compact-*"))
     con = build_tables(open_store(str(by_process)), "syn", extras=False)
     assert headline_n(con) == {"fast": 9, "slow": 9}
