@@ -7,7 +7,7 @@ import pytest
 from cli_helpers import lab_module
 
 from pvbench.testing import REPO
-from pvbench_lab.bench_aggregate_ab import same_tables
+from pvbench_lab.bench_aggregate_ab import compact_format, same_tables
 
 # one after the other: each makes a worktree of the base, and the first counts the worktrees
 pytestmark = pytest.mark.xdist_group("bench_aggregate_ab")
@@ -43,7 +43,8 @@ def _tables_line(stdout: str) -> str:
 
 def test_tables_that_differ_are_named(tmp_path):
     """same_tables names each table that differs: a row changed, a column renamed, a table one
-    side lacks; rows in another order are the same rows."""
+    side lacks; rows in another order are the same rows, and doubles that differ in their last
+    digits the same to 9 significant digits."""
     base, tree = tmp_path / "base", tmp_path / "tree"
     base.mkdir(), tree.mkdir()
     con = duckdb.connect()
@@ -54,7 +55,22 @@ def test_tables_that_differ_are_named(tmp_path):
     con.execute(f"COPY (SELECT 1 AS k) TO '{base}/renamed.parquet'")
     con.execute(f"COPY (SELECT 1 AS key) TO '{tree}/renamed.parquet'")
     con.execute(f"COPY (SELECT 1 AS k) TO '{tree}/new.parquet'")
+    # a sum's last digits: the same to 9 significant digits, and said
+    con.execute(f"COPY (SELECT * FROM (VALUES (1, 0.1::DOUBLE + 0.2), (1, 7.0)) t(k, v)) TO '{base}/summed.parquet'")
+    con.execute(f"COPY (SELECT * FROM (VALUES (1, 7.0::DOUBLE), (1, 0.3)) t(k, v)) TO '{tree}/summed.parquet'")
     assert same_tables(base, tree) == (
-        "the tables each wrote: 1 of 4 the same;"
+        "the tables each wrote: 2 of 5 the same (summed to 9 significant digits);"
         " differing: changed (2 rows), new (written by one only), renamed (columns)"
     )
+
+
+def test_the_compacts_format_is_read_from_each_commits_code(tmp_path):
+    """Two commits whose compacts differ in format get a copy of the campaign each (--add, --verify):
+    the format is read from each one's compact.py, not imported."""
+    from pvbench.analytics.compact import COMPACT_FORMAT
+
+    assert compact_format(REPO / "sdk") == COMPACT_FORMAT
+    other = tmp_path / "pvbench" / "analytics"
+    other.mkdir(parents=True)
+    (other / "compact.py").write_text('"""an older one"""\n\nCOMPACT_FORMAT = "7"\nFORMAT_KEY = "pvbench_compact"\n')
+    assert compact_format(tmp_path) == "7"

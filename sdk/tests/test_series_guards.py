@@ -15,6 +15,7 @@ from pvbench.pipeline import build_tables
 from pvbench.results.schema import GuardFlag, SteadyStateResult
 from pvbench.store import open_store
 from pvbench.testing.documents import doc, seconds, write
+from pvbench.testing.tables import occasions_read_apart
 
 
 def _flag(rule="client_cpu", excluded=True) -> GuardFlag:
@@ -157,6 +158,7 @@ def test_an_excluded_flag_leaves_the_result_out_unless_its_rule_is_kept(tmp_path
         kept.execute("select count(*) from occasion_measurements where storage_class = 'fast'").fetchone()[0]
         == (con.execute("select count(*) from occasion_measurements where storage_class = 'fast'").fetchone()[0])
     )  # one row per occasion either way
+    assert not occasions_read_apart(kept)  # merged again, as the compaction reads them
     # another rule kept: this flag is still left out
     other = build_tables(store, "syn", extras=False, keep_flagged=("page_cache",))
     assert _mean(other)[0] == 2

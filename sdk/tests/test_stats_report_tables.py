@@ -11,6 +11,7 @@ from stats_helpers import T0, doc, write
 from pvbench.analytics.outputs import table_columns
 from pvbench.pipeline import aggregate, build_tables, table_schemas
 from pvbench.store import open_store
+from pvbench.testing.tables import occasions_read_apart
 from pvbench_lab.occasions import split_variance
 
 
@@ -389,11 +390,14 @@ def as_lists(cells) -> list:
 def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values(tmp_path, thesis):
     """report_comparisons reads each cell's headline values grouped by occasion (in SQL): the
     verdicts are those of the same comparisons fed one row per value, for every kind (all class
-    pairs in the thesis; a reference class beyond six classes, and the last run, synthetic)."""
+    pairs in the thesis; a reference class beyond six classes, and the last run, synthetic). An
+    occasion whose values share a role is read from its row (sole_role, observation_values), one
+    whose values have two roles from its observations: the entries are the same either way."""
     from pvbench.stats.sides import MEASUREMENT_COLUMNS
     from pvbench.stats.tables import COLUMNS, _cells, load_settings, report_comparison_rows
 
     rng = np.random.default_rng(3)
+    roles = {0: lambda rep: "baseline", 1: lambda rep: None, 2: lambda rep: "candidate" if rep == 3 else "baseline"}
     write(
         tmp_path,
         [
@@ -402,6 +406,7 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
                 occasion=f"o{r}",
                 storage_class=f"sc{c}",
                 rep=rep,
+                role=roles[r](rep),
                 value=float(rng.normal(1000 + 50 * c, 40)),
                 started=T0 + timedelta(days=r, minutes=c * 10 + rep),
             )
@@ -440,6 +445,7 @@ def test_comparisons_over_occasion_grouped_values_equal_those_over_single_values
         grouped = _cells(con)
         assert len(grouped) < len(single)
         assert as_lists(grouped) == as_lists(cells_of(single))
+        assert not occasions_read_apart(con)
         rows = report_comparison_rows(grouped, settings)
         kinds = {r["kind"] for r in rows}
         assert all(set(r) == {name for name, _ in COLUMNS} for r in rows)  # every column, none else

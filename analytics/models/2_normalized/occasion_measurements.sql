@@ -13,7 +13,14 @@
 -- Which flags are left out is chosen when the campaign is aggregated (`--keep-flagged`), not here:
 -- the campaign reads these rows through a view that drops the excluded rows and merges an
 -- occasion's kept ones again (pvbench.analytics.inputs.count_occasions), without compacting again.
+-- observation_values, sole_role, named_roles and nodes are read from observations, kept beside
+-- them for the campaign's readers that need nothing else (the quartiles, the comparisons, the
+-- history): Parquet then decodes a list of doubles or a few strings, not every value's struct.
 select
+    *,
+    -- the values in the observations' order
+    list_transform(observations, o -> o.value) as observation_values
+from (select
     campaign, run, occasion, storage_class, profile, workload, direction, metric, excluded_by,
     any_value(workload_title) as workload_title,
     -- what storage_class is made of (result_rows): the class's name and volume shape
@@ -32,6 +39,11 @@ select
     -- struct's first fields, so list_sort compares them first: 2.5x cheaper than an ordered list()
     -- aggregate, ~1 s of CPU at 100,000 results)
     list_sort(list(struct_pack(rep, cell_order, value, role, started_at, node, source)), 'ASC', 'NULLS LAST')
-        as observations
+        as observations,
+    -- the role every value has (null: they differ, or have none): one entry of the comparisons
+    case when min(role) = max(role) and count(role) = count(*) then min(role) end as sole_role,
+    -- the roles and nodes the values name (the history's), distinct and sorted
+    coalesce(list_sort(list_distinct(list(role) filter (where role <> ''))), []) as named_roles,
+    coalesce(list_sort(list_distinct(list(node))), []) as nodes
 from result_values
-group by all
+group by all)

@@ -7,7 +7,8 @@
 -- A series is one workload of one class on one node selection (the run's node-label=node-value;
 -- null in local mode), whatever the campaign: a campaign's aggregation takes in the other
 -- campaigns' stored tables, and `pvbench history` merges them all (pvbench.stats.history).
--- From the occasions' rows (occasion_measurements) and each run's labels (run_setup): no values.
+-- From the occasions' rows (occasion_measurements: their roles and nodes, not their values) and
+-- each run's labels (run_setup).
 with run_labels as (
     -- one set of labels per run and class (every result of a run carries the run's labels)
     select
@@ -62,13 +63,11 @@ select
     -- the repetitions' interval of the occasion mean: t(0.975, n − 1) · sd / √n
     case when o.n > 1 then o.mean - t.t975 * sqrt(o.ss / (o.n - 1)) / sqrt(o.n) end as ci95_low,
     case when o.n > 1 then o.mean + t.t975 * sqrt(o.ss / (o.n - 1)) / sqrt(o.n) end as ci95_high,
-    nullif(array_to_string(list_sort(list_distinct(list_filter(list_transform(o.observations, x -> x.role), x -> x <> ''))), ', '), '')
-        as role,
-    nullif(array_to_string(list_sort(list_distinct(list_filter(list_transform(o.observations, x -> x.node), x -> x is not null))), ', '), '')
-        as nodes,
+    nullif(array_to_string(o.named_roles, ', '), '') as role,
+    nullif(array_to_string(o.nodes, ', '), '') as nodes,
     e.trigger, e.changed, e.old_image, e.new_image,
     -- a labelled change, else a candidate run (role=candidate: started after a change) is one
-    coalesce(e.change_event, case when list_contains(list_transform(o.observations, x -> x.role), 'candidate') then 'candidate run' end)
+    coalesce(e.change_event, case when list_contains(o.named_roles, 'candidate') then 'candidate run' end)
         as event
 from occasion_measurements o
 join runs r using (campaign, run)

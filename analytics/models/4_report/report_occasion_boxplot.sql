@@ -3,7 +3,7 @@
 -- The newest 12 occasions of each class and workload: a year of nightly runs would otherwise be
 -- hundreds of boxes per chart and grow the site with the campaign (report_occasions, the
 -- variance split, still uses every occasion; the page says how many of how many it shows).
--- One row of occasion_measurements per box: its quartiles from the occasion's observations.
+-- One row of occasion_measurements per box: its quartiles from the occasion's values.
 with newest as (
     -- the newest 12 first, ranked without their observations (sorting those was most of the
     -- model's time); the quartiles are then computed for the boxes shown only
@@ -30,9 +30,9 @@ select
     hour(started_at) as start_hour_utc,
     n,
     min,
-    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.25) as q1,
-    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.5) as median,
-    list_aggregate(list_transform(observations, o -> o.value), 'quantile_cont', 0.75) as q3,
+    list_aggregate(observation_values, 'quantile_cont', 0.25) as q1,
+    list_aggregate(observation_values, 'quantile_cont', 0.5) as median,
+    list_aggregate(observation_values, 'quantile_cont', 0.75) as q3,
     max,
     mean,
     case when n > 1 then sqrt(ss / (n - 1)) end as sd

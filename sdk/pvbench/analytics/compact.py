@@ -81,11 +81,12 @@ COMPACT_TABLES = (COMPACT_TABLE, OCCASIONS_TABLE, *PER_RUN_TABLES, *SERIES_TABLE
 # observations' fields in sort order; 10: guards and steady state in result_rows, excluded_by in
 # occasion_measurements, the series tables; 11: the run's labels trigger, changed, old/new image;
 # 12: node_selection; 13: storage_class is the class with its volume shape, class_name,
-# volume_mode, access_mode).
+# volume_mode, access_mode; 14: occasion_measurements' observation_values, sole_role, named_roles,
+# nodes).
 # Written into
 # documents.parquet's metadata; a compact of another format is rebuilt from its run's documents,
 # like one whose listing changed.
-COMPACT_FORMAT = "13"
+COMPACT_FORMAT = "14"
 FORMAT_KEY = "pvbench_compact"
 
 # documents.parquet: one row per result.json read (DuckDB types).

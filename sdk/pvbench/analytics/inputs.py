@@ -205,8 +205,8 @@ def count_occasions(con: duckdb.DuckDBPyConnection, source: str, keep_flagged: S
     then the view is a filter of the rows as they are (one row per occasion, as every reader
     expects). Only when a kept rule's flagged values join an occasion's clean ones are those
     occasions' rows merged again, exactly (n, mean and the sum of squares as summary merges
-    occasions; min, max; the observations concatenated and sorted as the compaction sorts them),
-    the others passed through."""
+    occasions; min, max; the observations concatenated and sorted as the compaction sorts them, and
+    what the compaction reads from them read again), the others passed through."""
     keep = list(keep_flagged)
     columns = [c for c, *_ in con.execute(f"DESCRIBE {source}").fetchall()]
     kept_flagged = con.execute(
@@ -230,6 +230,11 @@ def count_occasions(con: duckdb.DuckDBPyConnection, source: str, keep_flagged: S
         "started_at": "min(started_at)",
         "is_headline": "bool_or(is_headline)",
         "observations": "list_sort(flatten(list(observations)), 'ASC', 'NULLS LAST')",
+        # what the compaction reads from observations, from the merged ones (occasion_measurements.sql)
+        "observation_values": "list_transform(list_sort(flatten(list(observations)), 'ASC', 'NULLS LAST'), o -> o.value)",
+        "sole_role": "case when min(sole_role) = max(sole_role) and count(sole_role) = count(*) then min(sole_role) end",
+        "named_roles": "list_sort(list_distinct(flatten(list(named_roles))))",
+        "nodes": "list_sort(list_distinct(flatten(list(nodes))))",
     }
     group_keys = set(keys.split(", "))
     select = ", ".join(c if c in group_keys else f"{merged.get(c, f'any_value({c})')} AS {c}" for c in described)

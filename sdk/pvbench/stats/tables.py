@@ -115,9 +115,14 @@ def _cells(con) -> list[HeadlineValues]:
     try:
         cursor.execute(
             f"""create temp table comparison_entries as
-            with entries as (  -- an entry per role of an occasion (almost always one)
+            with entries as (  -- an entry per role of an occasion: its row when its values share one
+                select {entry}, sole_role as role, list_sort(observation_values, 'ASC', 'NULLS LAST') as values,
+                       epoch(started_at) as started_at
+                from occasion_measurements where is_headline and sole_role is not null
+                union all  -- else (rare) its observations by role: Parquet skips the parts with none
                 select {entry}, o.role, list(o.value order by o.value) as values, min(epoch(o.started_at)) as started_at
-                from (select {entry}, unnest(observations) as o from occasion_measurements where is_headline)
+                from (select {entry}, unnest(observations) as o from occasion_measurements
+                      where is_headline and sole_role is null)
                 group by {entry}, o.role
             )
             select *, row_number() over (order by {cell}, run, occasion, role) as entry from entries"""

@@ -3,7 +3,7 @@
 minio.py     — a real MinIO server on loopback, the tools of .tools/bin, a free port
 documents.py — synthetic result documents, written to a store
 cluster.py   — the real Kubernetes node of ci/cluster/up.sh: the chart, Argo, its MinIO
-tables.py    — Parquet tables compared row for row
+tables.py    — Parquet tables compared row for row; the occasions' rows against their observations
 
 Not used by pvbench itself: it runs from a checkout of the repository (REPO).
 """
