@@ -22,6 +22,10 @@ aggregated in a fresh process the way `pvbench aggregate --run <it> --out DIR` d
 Wall seconds and the process's CPU seconds (every thread's) during the phase, medians over the
 additions, and the largest models' medians.
 
+--slower PCT: the runs added are PCT% slower than the campaign's (every class, every workload: a
+storage change that hurt), so from the third addition on every series of the history has a step
+(its judging is then at its dearest: each series segmented, its change point tested and sized).
+
 --without comparisons,history: what the Python steps' judging costs an addition. Each addition is
 then followed by one with that judging skipped (no comparison rows, no verdict on any history series;
 what they read is still read), alternated on the same campaign, and both
@@ -29,7 +33,7 @@ are shown side by side with the median ratio of the pairs: how much wall time th
 sharing the cores and the GIL with the models, adds.
 
 Usage: .venv/bin/python -m pvbench_lab.bench_addition [--results 100000] [--additions 5]
-                                                      [--without comparisons,history]
+                                                      [--slower PCT] [--without comparisons,history]
 """
 
 from __future__ import annotations
@@ -133,6 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=int, default=100_000)
     parser.add_argument("--additions", type=int, default=5)
+    parser.add_argument("--slower", type=float, default=0.0, help="the runs added this many %% slower")
     parser.add_argument(
         "--without", default="", help=f"comma-separated, of {', '.join(SKIPPABLE)}: also time additions without it"
     )
@@ -175,7 +180,7 @@ def main() -> None:
         index = runs
         for _ in range(args.additions):
             for variant in variants:
-                write_runs(store, template, index, 1)
+                write_runs(store, template, index, 1, level=1 - args.slower / 100)
                 one = [str(store.root), CAMPAIGN, f"run-{index:04d}", str(out)]
                 done = subprocess.run(
                     [sys.executable, "-m", "pvbench_lab.bench_addition", "--one", *one, "--skipped", ",".join(variant)],

@@ -110,8 +110,10 @@ def template_document(work: Path) -> dict:
     return json.loads(doc.to_json())
 
 
-def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAMPAIGN):
-    """(key, bytes) of one synthetic run: each class a level, each result a little noise."""
+def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAMPAIGN, level: float = 1.0):
+    """(key, bytes) of one synthetic run: each class a level, each result a little noise. ``level``:
+    the run's speed against the others' (0.85: every class 15% slower, as after a storage change
+    that hurt; its history then has a step)."""
     rng = random.Random(seed + run_index)
     workloads = [f"wl-{w:02d}" for w in range(WORKLOADS)]
     for c in range(CLASSES):
@@ -128,7 +130,7 @@ def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAM
                     rep=rep,
                     order=(c * WORKLOADS + workloads.index(w)) * REPS + rep,
                 )
-                factor = rng.lognormvariate(0, 0.1) * (1 + c / 10)
+                factor = rng.lognormvariate(0, 0.1) * (1 + c / 10) * level
                 for m in doc["metrics"]:
                     for metric in METRIC_LIST:  # a faster class: higher IOPS and bandwidth, lower latency
                         if metric.source == "fio" and m.get(metric.name):
@@ -151,13 +153,13 @@ def run_documents(template: dict, run_index: int, seed: int, campaign: str = CAM
                 yield key, json.dumps(doc, indent=2).encode()
 
 
-def write_runs(store, template: dict, first: int, count: int, campaign: str = CAMPAIGN) -> None:
+def write_runs(store, template: dict, first: int, count: int, campaign: str = CAMPAIGN, level: float = 1.0) -> None:
     def put(item):
         store.put_bytes(*item)
 
     with ThreadPoolExecutor(1 if isinstance(store, LocalStore) else S3_READERS) as pool:
         for r in range(first, first + count):
-            list(pool.map(put, run_documents(template, r, seed=7, campaign=campaign)))
+            list(pool.map(put, run_documents(template, r, seed=7, campaign=campaign, level=level)))
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ which writes its snapshot), then, PAIRS times, one more run of 1,000 results wri
 grows by two runs a pair, and every (SNAPSHOT_LAG + 1)th addition also writes a snapshot part,
 whichever commit makes it; the medians are what to read). --minio makes the store in a MinIO on
 loopback instead of a local folder (PVBENCH_TOOLS or .tools/ must hold the minio binary).
+--slower PCT makes the runs added PCT% slower than the campaign's: from the third addition on,
+every series of the history has a step (as after a storage change that hurt).
 
 With --verify, it times an aggregation with nothing new instead (every run listed and checked
 against the snapshot, the campaign's tables made again): the campaign aggregated once (the working
@@ -34,7 +36,7 @@ its pvbench package and analytics/ SQL, nothing else of it.
 
 Usage: .venv/bin/python -m pvbench_lab.bench_aggregate_ab --base <commit> [--results 100000] [--pairs 5]
        [--tmpfs]   (the store in /dev/shm: the disk's waits taken out, CPU left)
-       [--add [--minio]]   (adding a run instead of the full aggregation)
+       [--add [--minio] [--slower PCT]]   (adding a run instead of the full aggregation)
        [--verify [--minio]]   (an aggregation with nothing new instead)
 """
 
@@ -75,6 +77,12 @@ def main() -> None:
     parser.add_argument("--tmpfs", action="store_true", help="make the store in /dev/shm")
     parser.add_argument("--add", action="store_true", help="time adding a run, not the full aggregation")
     parser.add_argument("--verify", action="store_true", help="time an aggregation with nothing new")
+    parser.add_argument(
+        "--slower",
+        type=float,
+        default=0.0,
+        help="with --add: the runs added this many %% slower (a step in every series)",
+    )
     parser.add_argument("--minio", action="store_true", help="with --add or --verify: the store in a MinIO on loopback")
     args = parser.parse_args()
     if args.add and args.verify:
@@ -114,7 +122,7 @@ def main() -> None:
                 outs = {name: work / f"tables-{i}" for i, name in enumerate(variants)}
                 same = None
                 if args.add:
-                    walls, cpus = additions(stores, template, runs, outs, env, args.pairs)
+                    walls, cpus = additions(stores, template, runs, outs, env, args.pairs, 1 - args.slower / 100)
                 elif args.verify:
                     walls, cpus = verifications(stores, outs, env, args.pairs)
                     same = same_tables(*outs.values())
@@ -257,17 +265,23 @@ def verifications(stores: dict[str, tuple], outs: dict[str, Path], env: dict[str
 
 
 def additions(
-    stores: dict[str, tuple], template: dict, runs: int, outs: dict[str, Path], env: dict[str, dict], pairs: int
+    stores: dict[str, tuple],
+    template: dict,
+    runs: int,
+    outs: dict[str, Path],
+    env: dict[str, dict],
+    pairs: int,
+    level: float = 1.0,
 ):
     """The campaign aggregated once (aggregated_once), then each variant adds a run of its own in
-    turn, ``pairs`` times: (walls, CPUs)."""
+    turn, ``pairs`` times, each at ``level`` (write_runs): (walls, CPUs)."""
     aggregated_once(stores, outs, env)
     indexes = itertools.count(runs)  # each addition a new run
 
     def add(name: str):
         store, url = stores[name]
         index = next(indexes)
-        write_runs(store, template, index, 1)
+        write_runs(store, template, index, 1, level=level)
         run = ["--run", f"run-{index:04d}", "--out", str(outs[name])]
         return timed(["aggregate", "--store", url, "--campaign", CAMPAIGN, *run], env[name])
 

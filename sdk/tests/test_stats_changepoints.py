@@ -193,6 +193,56 @@ def test_the_fast_pelt_segments_as_ruptures_own():
         ruptures.Pelt(model="l2", min_size=4, jump=1).fit(np.ones(3)).predict(pen=1.0)
 
 
+def test_pelt_segments_each_row_of_many_as_it_segments_that_row_alone():
+    """pelt_l2_many (the series of one length segmented at once, each with its penalty) finds for
+    each row what pelt_l2 finds for it alone: rows with steps, flat ones, tied values."""
+    from pvbench.stats.changepoints import pelt_l2, pelt_l2_many
+
+    rng = np.random.default_rng(3)
+    for n in (6, 20, 90):
+        rows = rng.normal(0, 0.04, (12, n))
+        for row in rows[::2]:  # every other row with up to 3 steps
+            for _ in range(int(rng.integers(0, 4))):
+                row -= rng.normal(0, 0.15) * (np.arange(n) >= rng.integers(1, n))
+        rows[-3:] = np.round(rows[-3:], 2)  # ties between partitions' costs
+        pens = 2 * 0.04**2 * math.log(n) * rng.uniform(0.2, 3, len(rows))
+        for min_size in (1, 2, 3):
+            together = pelt_l2_many(rows, pens, min_size)
+            assert together == [pelt_l2(row, pen, min_size) for row, pen in zip(rows, pens)]
+
+
+def test_series_judged_together_are_judged_as_each_alone():
+    """detect_changes_many (what the history judges a campaign's series with) gives each series the
+    History detect_changes gives it alone: series of several lengths, flat, with one or two steps,
+    drifting, with tied values, without their intervals, too short to judge."""
+    from pvbench.stats.changepoints import detect_changes_many
+
+    rng = np.random.default_rng(5)
+    series = []
+    for n in (1, 2, 5, 6, 12, 30, 30, 60, 60):
+        for kind in ("flat", "step", "two steps", "drift", "ties", "no intervals"):
+            y = rng.normal(0, 0.04, n)
+            if kind == "step":
+                y[n * 2 // 3 :] += math.log(0.85)
+            elif kind == "two steps":
+                y[n // 3 :] += 0.2
+                y[2 * n // 3 :] -= 0.3
+            elif kind == "drift":
+                y += np.linspace(0, -0.15, n)
+            elif kind == "ties":
+                y = np.round(y + 0.1 * (np.arange(n) > n // 2), 2)
+            means = 1000 * np.exp(y)
+            if kind == "no intervals":
+                series.append([(float(i), float(m)) for i, m in enumerate(means)])
+            else:
+                series.append([Occasion(float(i), float(m), (0.95 * m, 1.05 * m), 5) for i, m in enumerate(means)])
+    together = detect_changes_many(series, seed=3)
+    assert sum(len(h.change_points) for h in together) > 20  # the steps found: not only flat answers
+    assert repr(together) == repr([detect_changes(points, seed=3) for points in series])
+    with pytest.raises(ValueError, match="finite and > 0"):
+        detect_changes_many([series[-1], [(0, 1.0), (1, 0.0), (2, 1.0)]])
+
+
 def test_an_aggregation_does_not_import_ruptures():
     """Segmenting a history needs no ruptures (it imports scipy.stats: ~1 s of CPU in every
     aggregation whose history has a change): ruptures is the tests' reference only."""

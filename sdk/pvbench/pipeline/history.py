@@ -18,7 +18,7 @@ from pvbench.stats.history import (
     Judged,
     Series,
     class_events,
-    judge,
+    judge_all,
     load_series,
 )
 from pvbench.store import Store
@@ -117,7 +117,7 @@ def class_history(
             + (f" metric {metric!r}" if metric else "")
             + f"; it has: {', '.join(have)}"
         )
-    return ClassHistory(name, campaigns, [judge(s, events, settings) for s in chosen])
+    return ClassHistory(name, campaigns, judge_all(chosen, settings, {name: events}))
 
 
 def _wanted(series: Series, workload: str | None, metric: str | None) -> bool:

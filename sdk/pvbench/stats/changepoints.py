@@ -44,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -117,18 +117,32 @@ def detect_changes(
     fewest occasions a level needs (a step at the very end is found once ``min_size`` occasions
     follow it). ``seed``: the permutations' seed, so the same series always gives the same answer.
     """
-    occasions = [p if isinstance(p, Occasion) else Occasion(*p) for p in points]
-    means = np.array([o.mean for o in occasions], dtype=float)
-    if not np.all(np.isfinite(means) & (means > 0)):
-        raise ValueError("occasion means must be finite and > 0 (changes are measured as ratios)")
-    y = np.log(means)
-    n = len(y)
-    if n < 2:
-        return History(n, 0.0, (), None)
-    own_se = _own_se(occasions)
-    noise = max(_robust_sd(y), own_se, 1e-12)
-    rng = np.random.default_rng(seed)
+    return detect_changes_many(
+        [points],
+        alpha=alpha,
+        drift_alpha=drift_alpha,
+        penalty=penalty,
+        min_size=min_size,
+        permutations=permutations,
+        seed=seed,
+    )[0]
 
+
+def detect_changes_many(
+    series: Sequence[Sequence[Occasion | tuple]],
+    *,
+    alpha: float = 0.05,
+    drift_alpha: float = 0.05,
+    penalty: float = 2.0,
+    min_size: int = 3,
+    permutations: int = 999,
+    seed: int = 0,
+) -> list[History]:
+    """detect_changes of each series (the same Histories), Pelt's segmentation computed for all
+    the series of one length at once (pelt_l2_many): a campaign's history judges hundreds of series
+    of one length in every aggregation, and one by one Pelt's NumPy calls for each end were half of
+    a series with a step (~1.4 ms of ~2.7 ms at 112 occasions; pvbench_lab.bench_history)."""
+    judging = [_Judging.of(points) for points in series]
     # A gate on the whole series first: each candidate's own test has level alpha, and a long
     # flat series offers Pelt several candidates; testing "any change at all?" once keeps the
     # false change points of a flat series to about alpha per series. A series the gate finds
@@ -139,47 +153,86 @@ def detect_changes(
     # Each window's p, once: the test of a change point depends on its window only (the change
     # points either side), and pruning retests the candidates whose neighbours stayed; a series
     # with one change point has the whole series as its window, the gate's own test.
-    tested: dict[tuple[int, int], float] = {}
-    if n < 2 * min_size:
-        bounds = [0, n]
-    else:
-        gate = _split_pvalue(y, min_size, permutations, rng, stop_above=alpha)
-        if gate > alpha:  # (possibly stopped early: not a p to keep)
-            bounds = [0, n]
-        else:
-            tested[(0, n)] = gate  # every permutation drawn: the window's full test
-            bounds = _candidates(y, noise, penalty, min_size)
-    bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng, tested)
-    bounds, ambiguous, explained = _merge_drifts(y, bounds, noise, penalty)
-    if explained:  # the levels around the removed steps changed: retest what is left
-        bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng, tested)
-    # the drift is judged with only the clear steps' levels removed: removing an ambiguous
-    # step's levels would flatten the very drift it may be part of
-    clear_steps = [b for b in bounds if b not in ambiguous]
+    segmented: dict[int, list[tuple[_Judging, float]]] = {}
+    for j in judging:
+        if j.n >= 2 * min_size:
+            j.rng = np.random.default_rng(seed)
+            gate = _split_pvalue(j.y, min_size, permutations, j.rng, stop_above=alpha)
+            if gate <= alpha:  # (above: possibly stopped early, not a p to keep)
+                segmented.setdefault(j.n, []).append((j, gate))
+    for n, group in segmented.items():
+        pens = [penalty * j.noise**2 * math.log(n) for j, _ in group]
+        for (j, gate), ends in zip(group, pelt_l2_many(np.stack([j.y for j, _ in group]), pens, min_size)):
+            j.tested[(0, n)] = gate  # every permutation drawn: the window's full test
+            j.bounds = [0, *ends]
+    return [j.history(alpha, drift_alpha, penalty, min_size, permutations) for j in judging]
 
-    sd, df = _pooled_sd(y, bounds, own_se)
-    t = _t_quantile(df)
-    change_points = []
-    for left, b, right in zip(bounds, bounds[1:-1], bounds[2:]):
-        before, after = y[left:b], y[b:right]
-        d = after.mean() - before.mean()
-        se = sd * math.sqrt(1 / len(before) + 1 / len(after))
-        change_points.append(
-            ChangePoint(
-                index=b,
-                time=occasions[b].time,
-                time_before=occasions[b - 1].time,
-                occasions_before=len(before),
-                occasions_after=len(after),
-                mean_before=float(np.exp(before.mean())),
-                mean_after=float(np.exp(after.mean())),
-                change_pct=100 * math.expm1(d),
-                change_pct_ci95=(100 * math.expm1(d - t * se), 100 * math.expm1(d + t * se)),
-                p_value=p_values[b],
-                kind=STEP_OR_DRIFT if b in ambiguous else STEP,
+
+@dataclass
+class _Judging:
+    """One series on its way through detect_changes_many: its log means and noise, then the
+    boundaries its gate and Pelt leave, the windows tested and the generator they draw from."""
+
+    occasions: list[Occasion]
+    y: np.ndarray  # the log occasion means
+    n: int
+    own_se: float = 0.0
+    noise: float = 0.0
+    bounds: list[int] = field(default_factory=list)
+    tested: dict[tuple[int, int], float] = field(default_factory=dict)
+    rng: np.random.Generator | None = None  # None: nothing drawn (no window tested yet)
+
+    @classmethod
+    def of(cls, points: Sequence[Occasion | tuple]) -> _Judging:
+        occasions = [p if isinstance(p, Occasion) else Occasion(*p) for p in points]
+        means = np.array([o.mean for o in occasions], dtype=float)
+        if not np.all(np.isfinite(means) & (means > 0)):
+            raise ValueError("occasion means must be finite and > 0 (changes are measured as ratios)")
+        judging = cls(occasions, np.log(means), len(means))
+        if judging.n >= 2:
+            judging.bounds = [0, judging.n]  # no change point, unless the gate and Pelt find one
+            judging.own_se = _own_se(occasions)
+            judging.noise = max(_robust_sd(judging.y), judging.own_se, 1e-12)
+        return judging
+
+    def history(self, alpha: float, drift_alpha: float, penalty: float, min_size: int, permutations: int) -> History:
+        """The series' History from its candidate boundaries: pruned to the significant ones,
+        steps a line fits told from a drift, each change point sized."""
+        y, n, occasions = self.y, self.n, self.occasions
+        if n < 2:
+            return History(n, 0.0, (), None)
+        rng, tested = self.rng, self.tested
+        bounds, p_values = _prune(y, self.bounds, alpha, min_size, permutations, rng, tested)
+        bounds, ambiguous, explained = _merge_drifts(y, bounds, self.noise, penalty)
+        if explained:  # the levels around the removed steps changed: retest what is left
+            bounds, p_values = _prune(y, bounds, alpha, min_size, permutations, rng, tested)
+        # the drift is judged with only the clear steps' levels removed: removing an ambiguous
+        # step's levels would flatten the very drift it may be part of
+        clear_steps = [b for b in bounds if b not in ambiguous]
+
+        sd, df = _pooled_sd(y, bounds, self.own_se)
+        t = _t_quantile(df)
+        change_points = []
+        for left, b, right in zip(bounds, bounds[1:-1], bounds[2:]):
+            before, after = y[left:b], y[b:right]
+            d = after.mean() - before.mean()
+            se = sd * math.sqrt(1 / len(before) + 1 / len(after))
+            change_points.append(
+                ChangePoint(
+                    index=b,
+                    time=occasions[b].time,
+                    time_before=occasions[b - 1].time,
+                    occasions_before=len(before),
+                    occasions_after=len(after),
+                    mean_before=float(np.exp(before.mean())),
+                    mean_after=float(np.exp(after.mean())),
+                    change_pct=100 * math.expm1(d),
+                    change_pct_ci95=(100 * math.expm1(d - t * se), 100 * math.expm1(d + t * se)),
+                    p_value=p_values[b],
+                    kind=STEP_OR_DRIFT if b in ambiguous else STEP,
+                )
             )
-        )
-    return History(n, noise, tuple(change_points), _drift(y, clear_steps, drift_alpha, explained))
+        return History(n, self.noise, tuple(change_points), _drift(y, clear_steps, drift_alpha, explained))
 
 
 def attribute(change_point: ChangePoint, events: Iterable[tuple[Any, str]]) -> tuple[tuple[Any, str], ...]:
@@ -219,55 +272,64 @@ def _log_se(o: Occasion) -> float:
     return math.log(high / low) / (2 * q)
 
 
-def _candidates(y: np.ndarray, noise: float, penalty: float, min_size: int) -> list[int]:
-    """Segment boundaries [0, b1, …, n] of Pelt's least-squares segmentation."""
-    return [0, *pelt_l2(y, penalty * noise**2 * math.log(len(y)), min_size)]
-
-
 def pelt_l2(signal: np.ndarray, pen: float, min_size: int) -> list[int]:
     """The breakpoints ruptures' ``Pelt(model="l2", min_size=min_size, jump=1).fit(signal).predict(pen)``
     returns (the ends of the segments, n last), found as it finds them
-    (sdk/tests/test_stats_changepoints.py compares the two, ruptures==1.1.10).
+    (sdk/tests/test_stats_changepoints.py compares the two, ruptures==1.1.10): pelt_l2_many of one."""
+    return pelt_l2_many(np.asarray(signal, dtype=float).ravel()[None, :], [pen], min_size)[0]
+
+
+def pelt_l2_many(signals: np.ndarray, pens: Sequence[float], min_size: int) -> list[list[int]]:
+    """pelt_l2 of each row of ``signals`` (series of one length), each with its own penalty.
 
     ruptures' Pelt is pure Python: for every end it copies and sums a dict per admissible start,
     and its l2 cost takes the variance of each slice. A flat stretch prunes few starts, so a
     series of n occasions costs ~n²/2 of them: 0.18 s at 100 occasions, 3.2 s at 365 (a year of
-    nightly runs), in every aggregation for every series whose gate finds a change (2 ms and 15 ms
-    here). Here a segment's cost comes from running sums (O(1) a segment) and each end's starts
-    are weighed at once with NumPy, in ruptures' order and arithmetic: the cost plus the penalty
-    added to the best partition's sum up to the start (its dict's sum, left to right), the first
-    minimum taken, the starts pruned as ruptures prunes them. Not ruptures itself: importing it
-    imports ``scipy.stats`` (~1 s of CPU in every aggregation that segments a series)."""
-    centred = np.asarray(signal, dtype=float).ravel()
-    n, m = len(centred), max(int(min_size), 1)
+    nightly runs), in every aggregation for every series whose gate finds a change. Here a
+    segment's cost comes from running sums (O(1) a segment) and each end's starts are weighed at
+    once with NumPy, for every row together (a start a row has pruned, or not yet admitted, weighs
+    inf there), in ruptures' order and arithmetic: the cost plus the penalty added to the best
+    partition's sum up to the start (its dict's sum, left to right), the first minimum taken, the
+    starts pruned as ruptures prunes them. Not ruptures itself: importing it imports
+    ``scipy.stats`` (~1 s of CPU in every aggregation that segments a series)."""
+    signals = np.asarray(signals, dtype=float)
+    rows, n = signals.shape
+    m = max(int(min_size), 1)
     if m > n:  # ruptures' sanity check: no segment of min_size fits
         raise ValueError(f"no segmentation of {n} points into segments of at least {m}")
-    centred = centred - centred.mean()  # running sums of small numbers: no cancellation
-    sums = np.concatenate(([0.0], np.cumsum(centred)))
-    squares = np.concatenate(([0.0], np.cumsum(centred * centred)))
+    pen = np.asarray(pens, dtype=float)[:, None]
+    centred = signals - signals.mean(axis=1, keepdims=True)  # running sums of small numbers: no cancellation
+    zero = np.zeros((rows, 1))
+    sums = np.concatenate((zero, np.cumsum(centred, axis=1)), axis=1)
+    squares = np.concatenate((zero, np.cumsum(centred * centred, axis=1)), axis=1)
 
-    def error(start, end):  # a segment's squared deviations from its mean: one end, many starts
-        total = sums[end] - sums[start]
-        return squares[end] - squares[start] - total * total / (end - start)
-
-    best = np.zeros(n + 1)  # the best partition's cost of signal[0:t]
-    previous = np.zeros(n + 1, dtype=np.intp)  # its last segment's start
-    admissible = np.zeros(0, dtype=np.intp)
+    best = np.zeros((rows, n + 1))  # the best partition's cost of signal[0:t]
+    previous = np.zeros((rows, n + 1), dtype=np.intp)  # its last segment's start
+    admissible = np.zeros((rows, n + 1), dtype=bool)
+    every = np.arange(rows)
     for end in [*range(m, n), n]:
         # ruptures adds end − m, and drops it again at once when 0 < end − m < m: no partition
         # of signal[0:end − m] exists
-        start = end - m
-        if start == 0 or start >= m:
-            admissible = np.append(admissible, start)
-        candidates = best[admissible] + (error(admissible, end) + pen)
-        i = int(np.argmin(candidates))
-        best[end], previous[end] = candidates[i], admissible[i]
-        admissible = admissible[candidates <= best[end] + pen]
-    ends, end = [], n
-    while end > 0:
-        ends.append(end)
-        end = int(previous[end])
-    return sorted(ends)
+        last = end - m
+        if last == 0 or last >= m:
+            admissible[:, last] = True
+        starts = np.arange(last + 1)
+        # a segment's squared deviations from its mean: one end, every start up to the last
+        total = sums[:, end : end + 1] - sums[:, : last + 1]
+        error = squares[:, end : end + 1] - squares[:, : last + 1] - total * total / (end - starts)
+        candidates = best[:, : last + 1] + (error + pen)
+        candidates[~admissible[:, : last + 1]] = np.inf
+        i = np.argmin(candidates, axis=1)
+        best[:, end], previous[:, end] = candidates[every, i], i
+        admissible[:, : last + 1] &= candidates <= best[:, end : end + 1] + pen
+    found = []
+    for row in range(rows):
+        ends, end = [], n
+        while end > 0:
+            ends.append(end)
+            end = int(previous[row, end])
+        found.append(sorted(ends))
+    return found
 
 
 def _max_split_statistic(windows: np.ndarray, min_size: int) -> np.ndarray:

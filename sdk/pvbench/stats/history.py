@@ -34,7 +34,7 @@ import numpy as np
 from pvbench.analytics.models import analytics_dir
 from pvbench.analytics.runner import Overlapped
 from pvbench.analytics.tables import insert_rows
-from pvbench.stats.changepoints import ChangePoint, History, Occasion, attribute, detect_changes
+from pvbench.stats.changepoints import ChangePoint, History, Occasion, attribute, detect_changes_many
 from pvbench.stats.compare import BETTER, WORSE
 
 SERIES_KEY = ("storage_class", "node_selection", "profile", "workload", "direction", "metric")
@@ -132,8 +132,12 @@ class HistorySettings:
 
     def detect(self, occasions: list[Occasion]) -> History:
         """One series' change points and drift, judged with these settings."""
-        return detect_changes(
-            occasions,
+        return self.detect_many([occasions])[0]
+
+    def detect_many(self, series: list[list[Occasion]]) -> list[History]:
+        """Each series' change points and drift (the series of one length judged together)."""
+        return detect_changes_many(
+            series,
             alpha=self.alpha,
             drift_alpha=self.drift_alpha,
             min_size=self.min_size,
@@ -285,18 +289,17 @@ def class_events(series: Iterable[Series]) -> dict[str, list[Event]]:
 # ------------------------------------------------------------------ judging
 
 
-def judge(series: Series, events: list[Event], settings: HistorySettings = HistorySettings()) -> Judged:
+def judge(
+    series: Series, events: list[Event], settings: HistorySettings = HistorySettings(), history: History | None = None
+) -> Judged:
     """The series' change points and drift (if it has enough positive occasion means), each
-    change point's events and whether the latest run completed its new level."""
-    means = series.points["mean"]
-    n = len(means)
-    if n < settings.min_occasions:
-        note = f"{n} occasion{'s' if n != 1 else ''}: change points need at least {settings.min_occasions}"
-        return Judged(series, False, note, None)
-    if not all(m is not None and math.isfinite(m) and m > 0 for m in means):
-        return Judged(series, False, "a mean ≤ 0: changes are measured as ratios", None)
-    history = _detect(series, settings)
-    judged = Judged(series, True, f"judged on {n} occasions", history)
+    change point's events and whether the latest run completed its new level. ``history``: the
+    series' History judged already (judge_all judges its series together)."""
+    withheld = _withheld(series, settings)
+    if withheld is not None:
+        return Judged(series, False, withheld, None)
+    history = history if history is not None else settings.detect(_occasions(series))
+    judged = Judged(series, True, f"judged on {len(series)} occasions", history)
     if history.change_points:
         labelled = [(e.at, e) for e in events if e.at is not None]
         judged.events = [
@@ -307,9 +310,20 @@ def judge(series: Series, events: list[Event], settings: HistorySettings = Histo
     return judged
 
 
-def _detect(series: Series, settings: HistorySettings) -> History:
+def _withheld(series: Series, settings: HistorySettings) -> str | None:
+    """Why the series is not judged (too few occasions, a mean ≤ 0), or None."""
+    means = series.points["mean"]
+    n = len(means)
+    if n < settings.min_occasions:
+        return f"{n} occasion{'s' if n != 1 else ''}: change points need at least {settings.min_occasions}"
+    if not all(m is not None and math.isfinite(m) and m > 0 for m in means):
+        return "a mean ≤ 0: changes are measured as ratios"
+    return None
+
+
+def _occasions(series: Series) -> list[Occasion]:
     p = series.points
-    occasions = [
+    return [
         Occasion(
             p["occasion_started_at"][i],
             p["mean"][i],
@@ -318,7 +332,6 @@ def _detect(series: Series, settings: HistorySettings) -> History:
         )
         for i in range(len(series))
     ]
-    return settings.detect(occasions)
 
 
 def _revealed_by_latest_run(series: Series, history: History, settings: HistorySettings) -> list[bool]:
@@ -332,9 +345,15 @@ def _revealed_by_latest_run(series: Series, history: History, settings: HistoryS
     return [before - c.index < settings.min_size for c in history.change_points]
 
 
-def judge_all(series: list[Series], settings: HistorySettings = HistorySettings()) -> list[Judged]:
-    events = class_events(series)
-    return [judge(s, events.get(s.storage_class, []), settings) for s in series]
+def judge_all(
+    series: list[Series], settings: HistorySettings = HistorySettings(), events: dict[str, list[Event]] | None = None
+) -> list[Judged]:
+    """judge of each series, the series judged together (HistorySettings.detect_many). ``events``:
+    each storage class's (class_events of ``series`` if not given)."""
+    events = class_events(series) if events is None else events
+    judged = [s for s in series if _withheld(s, settings) is None]
+    histories = dict(zip(map(id, judged), settings.detect_many([_occasions(s) for s in judged])))
+    return [judge(s, events.get(s.storage_class, []), settings, histories.get(id(s))) for s in series]
 
 
 # ------------------------------------------------------------------ the tables
