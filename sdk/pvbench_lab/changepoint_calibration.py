@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from pvbench.stats.changepoints import STEP as CLEAR_STEP
-from pvbench.stats.changepoints import detect_changes
+from pvbench.stats.changepoints import detect_changes, detect_changes_many
 
 NOISES = ("normal", "bad days, t3", "bad days, 5% slow")
 STEP = -0.15
@@ -177,7 +177,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     trials = QUICK_TRIALS if args.quick else args.trials
-    defaults = inspect.signature(detect_changes).parameters
+    defaults = inspect.signature(detect_changes_many).parameters
     started = time.process_time()
     rows = calibration_rows(trials, args.sd, args.seed)
     print(format_table(rows))

@@ -100,32 +100,10 @@ class History:
     drift: Drift | None  # None below 4 occasions
 
 
-def detect_changes(
-    points: Sequence[Occasion | tuple],
-    *,
-    alpha: float = 0.05,
-    drift_alpha: float = 0.05,
-    penalty: float = 2.0,
-    min_size: int = 3,
-    permutations: int = 999,
-    seed: int = 0,
-) -> History:
-    """Change points and the drift verdict of one series of occasion means, in time order.
-
-    ``points``: ``Occasion``s or ``(time, mean)`` / ``(time, mean, ci95)`` / ``(time, mean, ci95, n)``
-    tuples. ``alpha``: the permutation test's level for keeping a change point. ``min_size``: the
-    fewest occasions a level needs (a step at the very end is found once ``min_size`` occasions
-    follow it). ``seed``: the permutations' seed, so the same series always gives the same answer.
-    """
-    return detect_changes_many(
-        [points],
-        alpha=alpha,
-        drift_alpha=drift_alpha,
-        penalty=penalty,
-        min_size=min_size,
-        permutations=permutations,
-        seed=seed,
-    )[0]
+def detect_changes(points: Sequence[Occasion | tuple], **options: Any) -> History:
+    """Change points and the drift verdict of one series of occasion means, in time order:
+    detect_changes_many of one series (``options``: its keywords, the calibrated defaults)."""
+    return detect_changes_many([points], **options)[0]
 
 
 def detect_changes_many(
@@ -138,10 +116,19 @@ def detect_changes_many(
     permutations: int = 999,
     seed: int = 0,
 ) -> list[History]:
-    """detect_changes of each series (the same Histories), Pelt's segmentation computed for all
-    the series of one length at once (pelt_l2_many): a campaign's history judges hundreds of series
-    of one length in every aggregation, and one by one Pelt's NumPy calls for each end were half of
-    a series with a step (~1.4 ms of ~2.7 ms at 112 occasions; pvbench_lab.bench_history)."""
+    """Change points and the drift verdict of each series of occasion means (each in time order),
+    each series' History what it is judged alone.
+
+    A series' points: ``Occasion``s or ``(time, mean)`` / ``(time, mean, ci95)`` / ``(time, mean,
+    ci95, n)`` tuples. ``alpha``: the permutation test's level for keeping a change point.
+    ``min_size``: the fewest occasions a level needs (a step at the very end is found once
+    ``min_size`` occasions follow it). ``seed``: the permutations' seed, so the same series always
+    gives the same answer.
+
+    Pelt's segmentation is computed for all the series of one length at once (pelt_l2_many): a
+    campaign's history judges hundreds of series of one length in every aggregation, and one by
+    one Pelt's NumPy calls for each end were half of a series with a step (~1.4 ms of ~2.7 ms at
+    112 occasions; pvbench_lab.bench_history)."""
     judging = [_Judging.of(points) for points in series]
     # A gate on the whole series first: each candidate's own test has level alpha, and a long
     # flat series offers Pelt several candidates; testing "any change at all?" once keeps the

@@ -289,16 +289,9 @@ def class_events(series: Iterable[Series]) -> dict[str, list[Event]]:
 # ------------------------------------------------------------------ judging
 
 
-def judge(
-    series: Series, events: list[Event], settings: HistorySettings = HistorySettings(), history: History | None = None
-) -> Judged:
-    """The series' change points and drift (if it has enough positive occasion means), each
-    change point's events and whether the latest run completed its new level. ``history``: the
-    series' History judged already (judge_all judges its series together)."""
-    withheld = _withheld(series, settings)
-    if withheld is not None:
-        return Judged(series, False, withheld, None)
-    history = history if history is not None else settings.detect(_occasions(series))
+def judge(series: Series, events: list[Event], settings: HistorySettings, history: History) -> Judged:
+    """A judged series (enough positive occasion means: not _withheld) with its History: each
+    change point's events and whether the latest run completed its new level."""
     judged = Judged(series, True, f"judged on {len(series)} occasions", history)
     if history.change_points:
         labelled = [(e.at, e) for e in events if e.at is not None]
@@ -348,12 +341,18 @@ def _revealed_by_latest_run(series: Series, history: History, settings: HistoryS
 def judge_all(
     series: list[Series], settings: HistorySettings = HistorySettings(), events: dict[str, list[Event]] | None = None
 ) -> list[Judged]:
-    """judge of each series, the series judged together (HistorySettings.detect_many). ``events``:
-    each storage class's (class_events of ``series`` if not given)."""
+    """Each series judged (its change points, drift and their events), or withheld with why; the
+    series judged together (HistorySettings.detect_many). ``events``: each storage class's
+    (class_events of ``series`` if not given)."""
     events = class_events(series) if events is None else events
-    judged = [s for s in series if _withheld(s, settings) is None]
-    histories = dict(zip(map(id, judged), settings.detect_many([_occasions(s) for s in judged])))
-    return [judge(s, events.get(s.storage_class, []), settings, histories.get(id(s))) for s in series]
+    withheld = [_withheld(s, settings) for s in series]
+    histories = iter(settings.detect_many([_occasions(s) for s, why in zip(series, withheld) if why is None]))
+    return [
+        Judged(s, False, why, None)
+        if why is not None
+        else judge(s, events.get(s.storage_class, []), settings, next(histories))
+        for s, why in zip(series, withheld)
+    ]
 
 
 # ------------------------------------------------------------------ the tables
